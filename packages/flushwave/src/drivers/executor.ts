@@ -1,0 +1,33 @@
+import type { IdRequest } from '../sql/render-ids.js'
+import type { Statement, WriteStatement } from '../sql/statement.js'
+
+/** Runs rendered SQL. Only executors do I/O; everything before them is pure. */
+export interface Executor {
+  /** A read outside any flush; rows as arrays in select-list order. */
+  read(statement: Statement): Promise<unknown[][]>
+  /**
+   * Runs every wave in one transaction (BEGIN, the waves, COMMIT) and resolves only once it committed.
+   * On any failure it throws a FlushwaveError, and the transaction is over and the connection released.
+   */
+  write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome>
+  /** Fetches `count` values from the sequence behind each table's id column, in one statement. */
+  nextIds(requests: readonly IdRequest[]): Promise<string[][]>
+}
+
+export interface WriteOutcome {
+  /** Rows affected by each statement, wave by wave. */
+  readonly rowCounts: readonly (readonly number[])[]
+  /** Network round trips waited on, counted from what the driver did (see each executor). */
+  readonly roundTrips: number
+  /** Statements whose shape the connection had not prepared yet (each cost a describe round trip). */
+  readonly coldStatements: number
+}
+
+export type QueryPhase = 'read' | 'write' | 'allocate'
+
+/** One statement as sent, for `onQuery`. */
+export interface QueryEvent {
+  readonly phase: QueryPhase
+  readonly text: string
+  readonly params: readonly (string | null)[]
+}

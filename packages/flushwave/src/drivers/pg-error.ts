@@ -1,0 +1,49 @@
+import {
+  CheckViolationError,
+  FlushError,
+  ForeignKeyViolationError,
+  NotNullViolationError,
+  UniqueViolationError,
+  type StatementFailure,
+} from '../errors.js'
+import { entityOf, tableOf, type Op } from '../plan/ops.js'
+
+/** The fields postgres.js puts on a server error. */
+export interface ServerError {
+  readonly code: string
+  readonly message: string
+  readonly detail?: string
+  readonly table_name?: string
+  readonly constraint_name?: string
+}
+
+/** A server error carries a five-character SQLSTATE and a severity; connection errors do not. */
+export function isServerError(error: unknown): error is ServerError {
+  const e = error as { code?: unknown; severity?: unknown } | null
+  return typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string'
+}
+
+/** 25P02: "current transaction is aborted", the echo of an earlier failure in the same pipeline. */
+export const IN_FAILED_TRANSACTION = '25P02'
+
+const classes: Record<string, typeof FlushError> = {
+  '23505': UniqueViolationError,
+  '23503': ForeignKeyViolationError,
+  '23502': NotNullViolationError,
+  '23514': CheckViolationError,
+}
+
+/** Names the entity and table a failed statement wrote, with the server's own words. */
+export function flushError(error: ServerError, op: Op | undefined): FlushError {
+  const failure: StatementFailure = {
+    code: error.code,
+    table: error.table_name ?? (op ? tableOf(op) : 'unknown'),
+    entity: op ? entityOf(op) : undefined,
+    constraint: error.constraint_name,
+    detail: error.detail,
+  }
+  const what = op ? `${op.kind} ${failure.entity ? `${failure.entity} (table ${failure.table})` : `table ${failure.table}`}` : 'commit'
+  const message = `flush failed at ${what}: ${error.message}${error.detail ? ` — ${error.detail}` : ''}; nothing was committed`
+  const ErrorClass = classes[error.code] ?? FlushError
+  return new ErrorClass(message, failure, { cause: error })
+}

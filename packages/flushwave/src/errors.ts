@@ -1,0 +1,103 @@
+/** Every error Flushwave throws on purpose is a FlushwaveError, so callers can tell ours from bugs. */
+export class FlushwaveError extends Error {
+  override name = 'FlushwaveError'
+}
+
+/** The schema definition is inconsistent (unknown relation target, bad inverse, duplicate table…). */
+export class SchemaError extends FlushwaveError {
+  override name = 'SchemaError'
+}
+
+/** A value cannot be stored in its column; raised before anything is sent to the database. */
+export class InvalidValueError extends FlushwaveError {
+  override name = 'InvalidValueError'
+  constructor(
+    readonly entity: string,
+    readonly property: string,
+    readonly value: unknown,
+    reason: string,
+  ) {
+    super(`${entity}.${property}: ${reason} (got ${describe(value)})`)
+  }
+}
+
+/** An entity was used in a way its state forbids (removed, of another EntityManager, id not yet assigned…). */
+export class EntityStateError extends FlushwaveError {
+  override name = 'EntityStateError'
+}
+
+/** A property of an entity (or a collection) was read before its row was loaded. */
+export class NotLoadedError extends FlushwaveError {
+  override name = 'NotLoadedError'
+}
+
+/** `em.load` found no row for the id. */
+export class NotFoundError extends FlushwaveError {
+  override name = 'NotFoundError'
+  constructor(
+    readonly entity: string,
+    readonly id: unknown,
+  ) {
+    super(`${entity} ${String(id)} not found`)
+  }
+}
+
+export interface StatementFailure {
+  /** SQLSTATE of the first real error (never the 25P02 echoes that follow it). */
+  readonly code: string | undefined
+  readonly table: string
+  readonly entity: string | undefined
+  readonly constraint: string | undefined
+  readonly detail: string | undefined
+}
+
+/** A flush failed on the server; nothing of it was committed. */
+export class FlushError extends FlushwaveError implements StatementFailure {
+  override name = 'FlushError'
+  readonly code: string | undefined
+  readonly table: string
+  readonly entity: string | undefined
+  readonly constraint: string | undefined
+  readonly detail: string | undefined
+  constructor(message: string, failure: StatementFailure, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = failure.code
+    this.table = failure.table
+    this.entity = failure.entity
+    this.constraint = failure.constraint
+    this.detail = failure.detail
+  }
+}
+
+export class UniqueViolationError extends FlushError {
+  override name = 'UniqueViolationError'
+}
+export class ForeignKeyViolationError extends FlushError {
+  override name = 'ForeignKeyViolationError'
+}
+export class NotNullViolationError extends FlushError {
+  override name = 'NotNullViolationError'
+}
+export class CheckViolationError extends FlushError {
+  override name = 'CheckViolationError'
+}
+
+/** The connection failed mid-flush; see `outcome` for what is known about the transaction. */
+export class ConnectionLostError extends FlushwaveError {
+  override name = 'ConnectionLostError'
+  constructor(
+    message: string,
+    readonly outcome: 'rolled-back' | 'unknown',
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)
+  if (typeof value === 'bigint') return `${value}n`
+  if (value instanceof Date) return `Date(${Number.isNaN(value.getTime()) ? 'Invalid' : value.toISOString()})`
+  if (value === null || value === undefined || typeof value !== 'object') return String(value)
+  return Object.prototype.toString.call(value)
+}

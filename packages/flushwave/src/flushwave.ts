@@ -1,0 +1,38 @@
+import type { Sql } from 'postgres'
+import type { Executor, QueryEvent } from './drivers/executor.js'
+import { PostgresJsExecutor } from './drivers/postgres-js.js'
+import type { Schema, SchemaDefs } from './schema/define.js'
+import { EntityManager } from './unit-of-work/entity-manager.js'
+import { IdPool } from './unit-of-work/id-pool.js'
+
+export interface FlushwaveOptions<D extends SchemaDefs> {
+  readonly schema: Schema<D>
+  /** Your postgres.js instance; Flushwave opens no pool of its own. */
+  readonly sql: Sql
+  /** Called with every statement and its parameters, for debugging. */
+  readonly onQuery?: (event: QueryEvent) => void
+  /** Sequence ids fetched ahead per table beyond a flush's need (default 256). */
+  readonly idBlockSize?: number
+}
+
+/** One per process (per database): holds the schema, the executor and the shared id pool. */
+export class Flushwave<D extends SchemaDefs> {
+  readonly schema: Schema<D>
+  readonly executor: Executor
+  private readonly ids: IdPool
+
+  constructor(options: FlushwaveOptions<D> & { readonly executor?: Executor }) {
+    this.schema = options.schema
+    this.executor = options.executor ?? new PostgresJsExecutor(options.sql, options.onQuery ? { onQuery: options.onQuery } : {})
+    this.ids = new IdPool((requests) => this.executor.nextIds(requests), options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
+  }
+
+  /** A new EntityManager: one per request or job. */
+  em(): EntityManager<D> {
+    return new EntityManager(this.schema, this.executor, this.ids)
+  }
+}
+
+export function flushwave<D extends SchemaDefs>(options: FlushwaveOptions<D>): Flushwave<D> {
+  return new Flushwave(options)
+}

@@ -1,0 +1,46 @@
+import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
+
+/**
+ * What a flush must write, with every value already checked and in PostgreSQL text form, and every
+ * id known. This is the planner's whole input: it needs no entity objects and does no I/O.
+ */
+export interface Changes {
+  readonly inserts: readonly RowInsert[]
+  readonly updates: readonly RowUpdate[]
+  readonly deletes: readonly RowDelete[]
+  readonly linkAdds: readonly LinkChange[]
+  readonly linkRemoves: readonly LinkChange[]
+}
+
+export type Text = string | null
+
+export interface RowInsert {
+  readonly entity: EntityMeta
+  readonly id: string
+  /** One value per `entity.fields`, in order. */
+  readonly values: readonly Text[]
+}
+
+export interface RowUpdate {
+  readonly entity: EntityMeta
+  readonly id: string
+  /** New values by index into `entity.fields`; only changed fields are present. */
+  readonly changed: ReadonlyMap<number, Text>
+}
+
+export interface RowDelete {
+  readonly entity: EntityMeta
+  readonly id: string
+}
+
+export interface LinkChange {
+  readonly link: ManyToManyMeta
+  readonly owner: string
+  readonly target: string
+}
+
+export function isEmpty(changes: Changes): boolean {
+  return (
+    changes.inserts.length + changes.updates.length + changes.deletes.length + changes.linkAdds.length + changes.linkRemoves.length === 0
+  )
+}

@@ -1,0 +1,195 @@
+import * as types from './column-types.js'
+import type { ColumnType } from './column-types.js'
+import { quoteIdent } from '../sql/quote.js'
+
+/**
+ * Property builders. Each is an immutable value whose type parameters carry what the entity type
+ * needs (TS type, nullability, whether create() may omit it); `spec` carries what the runtime needs.
+ */
+
+export interface DefaultSpec {
+  /** Value for a new entity, computed when it is created so the object shows it before the flush. */
+  readonly make: () => unknown
+  /** DEFAULT clause for emitted DDL, when the default can be written in SQL. */
+  readonly sql: string | undefined
+}
+
+export interface ColumnSpec {
+  readonly kind: 'column'
+  readonly type: ColumnType<unknown>
+  readonly nullable: boolean
+  readonly default: DefaultSpec | undefined
+  readonly unique: boolean
+  readonly column: string | undefined
+  /** Set for enum columns so DDL can create the type. */
+  readonly enumValues: readonly string[] | undefined
+}
+
+export type IdStrategy = 'sequence' | 'uuid'
+
+export interface IdSpec {
+  readonly kind: 'id'
+  readonly type: ColumnType<unknown>
+  readonly strategy: IdStrategy
+  readonly column: string | undefined
+}
+
+export type OnDelete = 'restrict' | 'cascade' | 'set null'
+
+export interface ManyToOneSpec {
+  readonly kind: 'manyToOne'
+  readonly target: string
+  readonly nullable: boolean
+  readonly column: string | undefined
+  readonly onDelete: OnDelete | undefined
+}
+
+export interface OneToManySpec {
+  readonly kind: 'oneToMany'
+  readonly target: string
+  readonly inverse: string
+}
+
+export interface ManyToManySpec {
+  readonly kind: 'manyToMany'
+  readonly target: string
+  readonly table: string | undefined
+  readonly ownColumn: string | undefined
+  readonly targetColumn: string | undefined
+}
+
+export type PropSpec = ColumnSpec | IdSpec | ManyToOneSpec | OneToManySpec | ManyToManySpec
+
+export class Column<T, N extends boolean = false, D extends boolean = false> {
+  declare readonly _value: T
+  declare readonly _nullable: N
+  declare readonly _hasDefault: D
+  constructor(readonly spec: ColumnSpec) {}
+
+  nullable(): Column<T, true, D> {
+    return new Column({ ...this.spec, nullable: true })
+  }
+
+  /** A client-side default: applied by `em.create`, and written into emitted DDL when it is a literal. */
+  default(value: T | (() => T)): Column<T, N, true> {
+    const make = typeof value === 'function' ? (value as () => T) : () => value
+    const sql = typeof value === 'function' ? undefined : literal(this.spec.type, value)
+    return new Column({ ...this.spec, default: { make, sql } })
+  }
+
+  unique(): Column<T, N, D> {
+    return new Column({ ...this.spec, unique: true })
+  }
+
+  /** Database column name, when it is not the snake_case of the property. */
+  column(name: string): Column<T, N, D> {
+    return new Column({ ...this.spec, column: name })
+  }
+}
+
+export class Timestamp<N extends boolean = false, D extends boolean = false> extends Column<Date, N, D> {
+  /** Defaults to the client's clock at create time, and to `now()` in emitted DDL. */
+  defaultNow(): Column<Date, N, true> {
+    return new Column({ ...this.spec, default: { make: () => new Date(), sql: 'now()' } })
+  }
+}
+
+export class Id<T, S extends IdStrategy> {
+  declare readonly _value: T
+  declare readonly _strategy: S
+  constructor(readonly spec: IdSpec) {}
+  column(name: string): Id<T, S> {
+    return new Id({ ...this.spec, column: name })
+  }
+}
+
+export class ManyToOne<Target extends string, N extends boolean = false> {
+  declare readonly _target: Target
+  declare readonly _nullable: N
+  constructor(readonly spec: ManyToOneSpec) {}
+  nullable(): ManyToOne<Target, true> {
+    return new ManyToOne({ ...this.spec, nullable: true })
+  }
+  column(name: string): ManyToOne<Target, N> {
+    return new ManyToOne({ ...this.spec, column: name })
+  }
+  /** The FK's ON DELETE action in emitted DDL. */
+  onDelete(action: OnDelete): ManyToOne<Target, N> {
+    return new ManyToOne({ ...this.spec, onDelete: action })
+  }
+}
+
+export class OneToMany<Target extends string, Inverse extends string> {
+  declare readonly _target: Target
+  declare readonly _inverse: Inverse
+  constructor(readonly spec: OneToManySpec) {}
+}
+
+export class ManyToMany<Target extends string> {
+  declare readonly _target: Target
+  constructor(readonly spec: ManyToManySpec) {}
+}
+
+export type AnyProp =
+  | Column<unknown, boolean, boolean>
+  | Id<unknown, IdStrategy>
+  | ManyToOne<string, boolean>
+  | OneToMany<string, string>
+  | ManyToMany<string>
+
+function column<T>(type: ColumnType<T>, enumValues?: readonly string[]): Column<T> {
+  return new Column({
+    kind: 'column',
+    type: type as ColumnType<unknown>,
+    nullable: false,
+    default: undefined,
+    unique: false,
+    column: undefined,
+    enumValues,
+  })
+}
+
+function literal<T>(type: ColumnType<T>, value: T): string | undefined {
+  if (value === null) return 'NULL'
+  return `'${type.toText(value).replace(/'/g, "''")}'::${type.sqlType}`
+}
+
+/** The property builders: `t.text()`, `t.manyToOne('Author')`, … */
+export const t = {
+  /** int8 primary key whose values come from its sequence, allocated in blocks before the flush. */
+  id: (): Id<number, 'sequence'> =>
+    new Id({ kind: 'id', type: types.serialId as ColumnType<unknown>, strategy: 'sequence', column: undefined }),
+  /** uuid primary key made on the client (UUID v7) when the entity is created. */
+  uuidId: (): Id<string, 'uuid'> =>
+    new Id({ kind: 'id', type: types.uuid as ColumnType<unknown>, strategy: 'uuid', column: undefined }),
+  text: (): Column<string> => column(types.text),
+  integer: (): Column<number> => column(types.integer),
+  bigint: (): Column<bigint> => column(types.bigint),
+  numeric: (): Column<string> => column(types.numeric),
+  boolean: (): Column<boolean> => column(types.boolean),
+  timestamptz: (): Timestamp => new Timestamp(column(types.timestamptz).spec),
+  jsonb: <T = unknown>(): Column<T> => column(types.jsonb<T>()),
+  uuid: (): Column<string> => column(types.uuid),
+  /** A PostgreSQL enum type named `typeName`. */
+  enum: <const V extends string>(typeName: string, values: readonly [V, ...V[]]): Column<V> =>
+    column(types.enumeration(quoteIdent(typeName), values), values),
+  manyToOne: <const Target extends string>(target: Target): ManyToOne<Target> =>
+    new ManyToOne({ kind: 'manyToOne', target, nullable: false, column: undefined, onDelete: undefined }),
+  /** The inverse side of `Target`'s many-to-one property named `inverse`; stores nothing itself. */
+  oneToMany: <const Target extends string, const Inverse extends string>(
+    target: Target,
+    inverse: Inverse,
+  ): OneToMany<Target, Inverse> => new OneToMany({ kind: 'oneToMany', target, inverse }),
+  /** Links through a join table (default `<table>_<targetTable>` with `<table>_id`, `<targetTable>_id`). */
+  manyToMany: <const Target extends string>(
+    target: Target,
+    options: { table?: string; ownColumn?: string; targetColumn?: string } = {},
+  ): ManyToMany<Target> =>
+    new ManyToMany({
+      kind: 'manyToMany',
+      target,
+      table: options.table,
+      ownColumn: options.ownColumn,
+      targetColumn: options.targetColumn,
+    }),
+}

@@ -1,0 +1,176 @@
+import { SchemaError } from '../errors.js'
+import { quoteIdent } from '../sql/quote.js'
+import type { AnyProp, ColumnSpec, IdSpec, ManyToManySpec, ManyToOneSpec, OneToManySpec } from './builders.js'
+import type { EntityMeta, FieldMeta, IdMeta, ManyToManyMeta, OneToManyMeta } from './meta.js'
+import { snakeCase } from './naming.js'
+import { tableOrder } from './table-order.js'
+
+export interface EntityDef<P extends Record<string, AnyProp> = Record<string, AnyProp>> {
+  readonly table: string
+  readonly props: P
+}
+
+export type SchemaDefs = Record<string, EntityDef>
+
+/** Declares an entity: its table and its properties, built with `t`. */
+export function entity<const P extends Record<string, AnyProp>>(table: string, props: P): EntityDef<P> {
+  return Object.freeze({ table, props })
+}
+
+/** A checked, resolved set of entities. Entity names are the keys of `defs`. */
+export class Schema<D extends SchemaDefs = SchemaDefs> {
+  readonly entities: ReadonlyMap<string, EntityMeta>
+  /** Entities ordered so that each one's foreign-key targets come before it. */
+  readonly insertOrder: readonly EntityMeta[]
+
+  constructor(readonly defs: D) {
+    this.entities = resolve(defs)
+    this.insertOrder = tableOrder([...this.entities.values()])
+  }
+
+  meta(name: string): EntityMeta {
+    const meta = this.entities.get(name)
+    if (!meta) throw new SchemaError(`unknown entity ${JSON.stringify(name)}; known: ${[...this.entities.keys()].join(', ')}`)
+    return meta
+  }
+}
+
+/** Checks the definitions and resolves every relation; throws SchemaError on the first inconsistency. */
+export function defineSchema<const D extends SchemaDefs>(defs: D): Schema<D> {
+  return new Schema(defs)
+}
+
+interface Draft {
+  meta: EntityMeta
+  fields: FieldMeta[]
+  fieldByProp: Map<string, FieldMeta>
+  oneToMany: OneToManyMeta[]
+  manyToMany: ManyToManyMeta[]
+}
+
+function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
+  const drafts = new Map<string, Draft>()
+  const tables = new Map<string, string>()
+  for (const [name, def] of Object.entries(defs)) {
+    claim(tables, def.table, name)
+    drafts.set(name, draft(name, def))
+  }
+  const target = (owner: string, prop: string, name: string): EntityMeta => {
+    const found = drafts.get(name)
+    if (!found) throw new SchemaError(`${owner}.${prop} refers to unknown entity ${JSON.stringify(name)}`)
+    return found.meta
+  }
+  // Pass 1: many-to-one fields, whose FK type is the target's id type.
+  for (const [name, def] of Object.entries(defs)) {
+    const d = drafts.get(name)!
+    for (const [prop, builder] of Object.entries(def.props)) {
+      const spec = builder.spec
+      if (spec.kind === 'column') d.fields.push(columnField(prop, spec))
+      if (spec.kind === 'manyToOne') d.fields.push(referenceField(prop, spec, target(name, prop, spec.target)))
+    }
+  }
+  // Pass 2: collections, which point at fields resolved above.
+  for (const [name, def] of Object.entries(defs)) {
+    const d = drafts.get(name)!
+    for (const [prop, builder] of Object.entries(def.props)) {
+      const spec = builder.spec
+      if (spec.kind === 'oneToMany') d.oneToMany.push(oneToMany(d.meta, prop, spec, target(name, prop, spec.target)))
+      if (spec.kind === 'manyToMany') {
+        const link = manyToMany(d.meta, prop, spec, target(name, prop, spec.target))
+        claim(tables, link.table, `${name}.${prop}`)
+        d.manyToMany.push(link)
+      }
+    }
+  }
+  for (const d of drafts.values()) {
+    const columns = new Set([d.meta.id.column])
+    for (const field of d.fields) {
+      if (columns.has(field.column)) throw new SchemaError(`${d.meta.name}: column "${field.column}" is defined twice`)
+      columns.add(field.column)
+      d.fieldByProp.set(field.prop, field)
+    }
+    Object.freeze(d.fields)
+    Object.freeze(d.meta)
+  }
+  return new Map([...drafts].map(([name, d]) => [name, d.meta]))
+}
+
+function claim(tables: Map<string, string>, table: string, owner: string): void {
+  const other = tables.get(table)
+  if (other) throw new SchemaError(`table "${table}" is used by both ${other} and ${owner}`)
+  tables.set(table, owner)
+}
+
+function draft(name: string, def: EntityDef): Draft {
+  const ids = Object.entries(def.props).filter(([, b]) => b.spec.kind === 'id')
+  if (ids.length !== 1) throw new SchemaError(`${name} must have exactly one id property (t.id() or t.uuidId()), found ${ids.length}`)
+  const [idProp, idBuilder] = ids[0]!
+  const idSpec = idBuilder.spec as IdSpec
+  const idColumn = idSpec.column ?? snakeCase(idProp)
+  const id: IdMeta = { prop: idProp, column: idColumn, quoted: quoteIdent(idColumn), type: idSpec.type, strategy: idSpec.strategy }
+  const fields: FieldMeta[] = []
+  const oneToMany: OneToManyMeta[] = []
+  const manyToMany: ManyToManyMeta[] = []
+  const fieldByProp = new Map<string, FieldMeta>()
+  const meta: EntityMeta = {
+    name,
+    table: def.table,
+    quotedTable: quoteIdent(def.table),
+    id,
+    fields,
+    fieldByProp,
+    oneToMany,
+    manyToMany,
+  }
+  return { meta, fields, fieldByProp, oneToMany, manyToMany }
+}
+
+function columnField(prop: string, spec: ColumnSpec): FieldMeta {
+  const column = spec.column ?? snakeCase(prop)
+  return {
+    prop,
+    column,
+    quoted: quoteIdent(column),
+    type: spec.type,
+    nullable: spec.nullable,
+    default: spec.default,
+    unique: spec.unique,
+    enumValues: spec.enumValues,
+    ref: undefined,
+  }
+}
+
+function referenceField(prop: string, spec: ManyToOneSpec, target: EntityMeta): FieldMeta {
+  const column = spec.column ?? `${snakeCase(prop)}_${target.id.column}`
+  return {
+    prop,
+    column,
+    quoted: quoteIdent(column),
+    type: target.id.type,
+    nullable: spec.nullable,
+    default: undefined,
+    unique: false,
+    enumValues: undefined,
+    ref: { target, onDelete: spec.onDelete },
+  }
+}
+
+function oneToMany(owner: EntityMeta, prop: string, spec: OneToManySpec, target: EntityMeta): OneToManyMeta {
+  const inverse = target.fields.find((f) => f.prop === spec.inverse)
+  if (!inverse?.ref || inverse.ref.target !== owner) {
+    throw new SchemaError(
+      `${owner.name}.${prop}: ${target.name}.${spec.inverse} must be a t.manyToOne(${JSON.stringify(owner.name)})`,
+    )
+  }
+  return { prop, target, inverse }
+}
+
+function manyToMany(owner: EntityMeta, prop: string, spec: ManyToManySpec, target: EntityMeta): ManyToManyMeta {
+  const table = spec.table ?? `${owner.table}_${target.table}`
+  const ownColumn = spec.ownColumn ?? `${owner.table}_${owner.id.column}`
+  const targetColumn = spec.targetColumn ?? `${target.table}_${target.id.column}`
+  if (ownColumn === targetColumn) {
+    throw new SchemaError(`${owner.name}.${prop}: join table "${table}" needs distinct ownColumn and targetColumn`)
+  }
+  return { prop, owner, target, table, quotedTable: quoteIdent(table), ownColumn, targetColumn }
+}

@@ -1,0 +1,130 @@
+import type { Column, Id, IdStrategy, ManyToMany, ManyToOne, OneToMany } from './builders.js'
+import type { EntityDef, Schema, SchemaDefs } from './define.js'
+import type { Collection } from '../unit-of-work/collection.js'
+
+/** Type-level only: tells entities of different names apart even when their properties match. */
+export declare const entityName: unique symbol
+
+export type EntityName<D extends SchemaDefs> = keyof D & string
+
+type PropsOf<D extends SchemaDefs, K extends EntityName<D>> = D[K] extends EntityDef<infer P> ? P : never
+
+type Nullable<T, N> = N extends true ? T | null : T
+
+type WritableValue<D extends SchemaDefs, P> =
+  P extends Column<infer T, infer N, boolean>
+    ? Nullable<T, N>
+    : P extends ManyToOne<infer Target, infer N>
+      ? Target extends EntityName<D>
+        ? Nullable<Entity<D, Target>, N>
+        : never
+      : never
+
+type ReadonlyValue<D extends SchemaDefs, P> =
+  P extends Id<infer T, IdStrategy>
+    ? T
+    : P extends OneToMany<infer Target, string> | ManyToMany<infer Target>
+      ? Target extends EntityName<D>
+        ? Collection<Entity<D, Target>>
+        : never
+      : never
+
+type WritableKeys<P> = { [F in keyof P]: P[F] extends Column<unknown, boolean, boolean> | ManyToOne<string, boolean> ? F : never }[keyof P]
+
+/**
+ * The object type of entity `K`: columns and many-to-one references are assignable properties, the
+ * id and collections are read-only. `Entity<typeof schema.defs, 'Author'>`, or `EntityOf<typeof schema, 'Author'>`.
+ */
+export type Entity<D extends SchemaDefs, K extends EntityName<D>> = { readonly [entityName]: K } & {
+  -readonly [F in WritableKeys<PropsOf<D, K>>]: WritableValue<D, PropsOf<D, K>[F]>
+} & {
+  readonly [F in Exclude<keyof PropsOf<D, K>, WritableKeys<PropsOf<D, K>>>]: ReadonlyValue<D, PropsOf<D, K>[F]>
+}
+
+export type DefsOf<S> = S extends Schema<infer D> ? D : never
+
+/** `type Author = EntityOf<typeof schema, 'Author'>` */
+export type EntityOf<S extends Schema, K extends EntityName<DefsOf<S>>> = Entity<DefsOf<S>, K>
+
+/** Any entity of schema D. */
+export type AnyEntity<D extends SchemaDefs> = { [K in EntityName<D>]: Entity<D, K> }[EntityName<D>]
+
+/** The id value type of entity K. */
+export type IdOf<D extends SchemaDefs, K extends EntityName<D>> = {
+  [F in keyof PropsOf<D, K>]: PropsOf<D, K>[F] extends Id<infer T, IdStrategy> ? T : never
+}[keyof PropsOf<D, K>]
+
+type RequiredOnCreate<P> = {
+  [F in keyof P]: P[F] extends Column<unknown, false, false> | ManyToOne<string, false> ? F : never
+}[keyof P]
+
+type OptionalOnCreate<P> = {
+  [F in keyof P]: P[F] extends
+    | Column<unknown, true, boolean>
+    | Column<unknown, boolean, true>
+    | ManyToOne<string, true>
+    | Id<unknown, 'uuid'>
+    | ManyToMany<string>
+    ? F
+    : never
+}[keyof P]
+
+type CreateValue<D extends SchemaDefs, P> =
+  P extends Id<infer T, IdStrategy>
+    ? T
+    : P extends ManyToMany<infer Target>
+      ? Target extends EntityName<D>
+        ? readonly Entity<D, Target>[]
+        : never
+      : WritableValue<D, P>
+
+/** What `em.create` takes: required are the non-null columns without a default and non-null references. */
+export type CreateInput<D extends SchemaDefs, K extends EntityName<D>> = {
+  [F in RequiredOnCreate<PropsOf<D, K>>]: CreateValue<D, PropsOf<D, K>[F]>
+} & {
+  [F in Exclude<OptionalOnCreate<PropsOf<D, K>>, RequiredOnCreate<PropsOf<D, K>>>]?: CreateValue<D, PropsOf<D, K>[F]>
+}
+
+export interface Comparison<T> {
+  eq?: T
+  ne?: T
+  gt?: T
+  gte?: T
+  lt?: T
+  lte?: T
+  in?: readonly T[]
+  isNull?: boolean
+}
+
+type FilterValue<D extends SchemaDefs, P> =
+  P extends Column<infer T, infer N, boolean>
+    ? Nullable<T, N> | (Comparison<T> & (T extends string ? { like?: string } : unknown))
+    : P extends ManyToOne<infer Target, infer N>
+      ? Target extends EntityName<D>
+        ? Nullable<Entity<D, Target> | IdOf<D, Target>, N> | Comparison<Entity<D, Target> | IdOf<D, Target>>
+        : never
+      : P extends Id<infer T, IdStrategy>
+        ? T | Comparison<T>
+        : never
+
+type FilterKeys<P> = { [F in keyof P]: P[F] extends OneToMany<string, string> | ManyToMany<string> ? never : F }[keyof P]
+
+/** `em.find` conditions: each property equals a value, or meets a comparison; all are ANDed. */
+export type Where<D extends SchemaDefs, K extends EntityName<D>> = {
+  [F in FilterKeys<PropsOf<D, K>>]?: FilterValue<D, PropsOf<D, K>[F]>
+}
+
+export type OrderBy<D extends SchemaDefs, K extends EntityName<D>> = {
+  [F in FilterKeys<PropsOf<D, K>>]?: 'asc' | 'desc'
+}
+
+/** Names of K's relation properties, for `em.populate`. */
+export type RelationName<D extends SchemaDefs, K extends EntityName<D>> = {
+  [F in keyof PropsOf<D, K>]: PropsOf<D, K>[F] extends
+    | ManyToOne<string, boolean>
+    | OneToMany<string, string>
+    | ManyToMany<string>
+    ? F
+    : never
+}[keyof PropsOf<D, K>] &
+  string

@@ -1,0 +1,59 @@
+import type { ColumnType } from './column-types.js'
+import type { DefaultSpec, IdStrategy, OnDelete } from './builders.js'
+
+/** Resolved, runtime description of an entity: what the unit of work, planner and SQL renderer read. */
+export interface EntityMeta {
+  readonly name: string
+  readonly table: string
+  readonly quotedTable: string
+  readonly id: IdMeta
+  /** Stored columns other than the id, in declaration order: scalars and many-to-one FKs. */
+  readonly fields: readonly FieldMeta[]
+  readonly fieldByProp: ReadonlyMap<string, FieldMeta>
+  readonly oneToMany: readonly OneToManyMeta[]
+  readonly manyToMany: readonly ManyToManyMeta[]
+}
+
+export interface IdMeta {
+  readonly prop: string
+  readonly column: string
+  readonly quoted: string
+  readonly type: ColumnType<unknown>
+  readonly strategy: IdStrategy
+}
+
+export interface FieldMeta {
+  readonly prop: string
+  readonly column: string
+  readonly quoted: string
+  /** For a many-to-one, the target's id type. */
+  readonly type: ColumnType<unknown>
+  readonly nullable: boolean
+  readonly default: DefaultSpec | undefined
+  readonly unique: boolean
+  readonly enumValues: readonly string[] | undefined
+  /** Set when the field is a many-to-one foreign key. */
+  readonly ref: ReferenceMeta | undefined
+}
+
+export interface ReferenceMeta {
+  readonly target: EntityMeta
+  readonly onDelete: OnDelete | undefined
+}
+
+export interface OneToManyMeta {
+  readonly prop: string
+  readonly target: EntityMeta
+  /** The many-to-one field on `target` that this collection mirrors. */
+  readonly inverse: FieldMeta
+}
+
+export interface ManyToManyMeta {
+  readonly prop: string
+  readonly owner: EntityMeta
+  readonly target: EntityMeta
+  readonly table: string
+  readonly quotedTable: string
+  readonly ownColumn: string
+  readonly targetColumn: string
+}

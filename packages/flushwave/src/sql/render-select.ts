@@ -1,0 +1,70 @@
+import type { Text } from '../plan/changes.js'
+import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
+import { arrayLiteral } from './array-literal.js'
+import { quoteIdent } from './quote.js'
+import type { Statement } from './statement.js'
+
+/** A checked condition of `em.find`, with its value already in text form. */
+export type Condition =
+  | { readonly column: string; readonly sqlType: string; readonly op: ComparisonOp; readonly value: string }
+  | { readonly column: string; readonly sqlType: string; readonly op: 'in'; readonly values: readonly Text[] }
+  | { readonly column: string; readonly op: 'is null' | 'is not null' }
+
+export type ComparisonOp = '=' | '<>' | '>' | '>=' | '<' | '<=' | 'like'
+
+export interface SelectOptions {
+  readonly orderBy?: readonly (readonly [column: string, direction: 'asc' | 'desc'])[]
+  readonly limit?: number
+}
+
+/** `t.id, t.field…`: rows come back as arrays in this order (see `decodeRow`). */
+export function selectList(entity: EntityMeta, alias = 't'): string {
+  return [entity.id, ...entity.fields].map((c) => c.type.selectExpr(`${alias}.${c.quoted}`)).join(', ')
+}
+
+export function renderLoadByIds(entity: EntityMeta, ids: readonly string[]): Statement {
+  return {
+    text: `select ${selectList(entity)} from ${entity.quotedTable} as t where t.${entity.id.quoted} = any($1::${entity.id.type.sqlType}[])`,
+    params: [arrayLiteral(ids)],
+  }
+}
+
+/** The rows of a one-to-many: children whose foreign key is one of `ownerIds`. */
+export function renderLoadByReference(entity: EntityMeta, field: FieldMeta, ownerIds: readonly string[]): Statement {
+  return {
+    text: `select ${selectList(entity)} from ${entity.quotedTable} as t where t.${field.quoted} = any($1::${field.type.sqlType}[])`,
+    params: [arrayLiteral(ownerIds)],
+  }
+}
+
+/** Linked rows of a many-to-many, each preceded by the owner id it belongs to. */
+export function renderLoadLinks(link: ManyToManyMeta, ownerIds: readonly string[]): Statement {
+  const target = link.target
+  const own = quoteIdent(link.ownColumn)
+  return {
+    text:
+      `select j.${own}, ${selectList(target)} from ${link.quotedTable} as j ` +
+      `join ${target.quotedTable} as t on t.${target.id.quoted} = j.${quoteIdent(link.targetColumn)} ` +
+      `where j.${own} = any($1::${link.owner.id.type.sqlType}[])`,
+    params: [arrayLiteral(ownerIds)],
+  }
+}
+
+export function renderFind(entity: EntityMeta, conditions: readonly Condition[], options: SelectOptions = {}): Statement {
+  const params: Text[] = []
+  const bind = (value: Text, cast: string): string => {
+    params.push(value)
+    return `$${params.length}::${cast}`
+  }
+  const where = conditions.map((c) => {
+    const column = `t.${c.column}`
+    if ('values' in c) return `${column} = any(${bind(arrayLiteral(c.values), `${c.sqlType}[]`)})`
+    if ('value' in c) return `${column} ${c.op} ${bind(c.value, c.sqlType)}`
+    return `${column} ${c.op}`
+  })
+  let text = `select ${selectList(entity)} from ${entity.quotedTable} as t`
+  if (where.length > 0) text += ` where ${where.join(' and ')}`
+  if (options.orderBy?.length) text += ` order by ${options.orderBy.map(([c, d]) => `t.${c} ${d}`).join(', ')}`
+  if (options.limit !== undefined) text += ` limit ${bind(String(options.limit), 'int8')}`
+  return { text, params }
+}

@@ -1,0 +1,15 @@
+import type { Op } from '../plan/ops.js'
+
+/**
+ * A rendered statement. Every parameter is a string in PostgreSQL's text input format (or null) and
+ * the text casts it (`$1::int8[]`), so executors bind them as text and never guess types.
+ */
+export interface Statement {
+  readonly text: string
+  readonly params: readonly (string | null)[]
+}
+
+/** A statement of a flush, with the op it came from for results and error messages. */
+export interface WriteStatement extends Statement {
+  readonly op: Op
+}

@@ -1,0 +1,115 @@
+import { EntityStateError } from '../errors.js'
+import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate, Text } from '../plan/changes.js'
+import type { EntityMeta, FieldMeta } from '../schema/meta.js'
+import { label, STATE, type EntityState, type HasState } from './entity-state.js'
+import type { IdentityMap } from './identity-map.js'
+import { ManyToManyCollection } from './many-to-many.js'
+
+/** What a flush writes, and what to record once it committed. */
+export interface ChangeSet {
+  readonly changes: Changes
+  /** Per written entity: the snapshot entries it will have after commit. */
+  readonly written: ReadonlyMap<HasState, Record<string, unknown>>
+  readonly inserted: readonly HasState[]
+  readonly deleted: readonly HasState[]
+  readonly collections: readonly ManyToManyCollection[]
+}
+
+/** New sequence-id entities: they need ids from the pool before the changes can be computed. */
+export function needingIds(map: IdentityMap): Map<EntityMeta, HasState[]> {
+  const out = new Map<EntityMeta, HasState[]>()
+  for (const entity of map.all()) {
+    const state = entity[STATE]
+    if (state.status !== 'new' || state.id !== undefined) continue
+    let list = out.get(state.meta)
+    if (!list) out.set(state.meta, (list = []))
+    list.push(entity)
+  }
+  return out
+}
+
+/**
+ * Diffs every tracked entity against its snapshot. Pure: it reads states and changes none.
+ * `assigned` holds the ids a flush took from the pool for new entities.
+ */
+export function computeChanges(map: IdentityMap, assigned: ReadonlyMap<HasState, string>): ChangeSet {
+  const idText = (state: EntityState, entity: HasState): string => {
+    if (state.id !== undefined) return state.meta.id.type.toText(state.id)
+    const id = assigned.get(entity)
+    if (id === undefined) throw new EntityStateError(`${label(state)} was created while this flush was running; flush again`)
+    return id
+  }
+  const fieldText = (state: EntityState, field: FieldMeta, value: unknown): Text => {
+    if (value === null) return null
+    if (!field.ref) return field.type.toText(value)
+    const target = (value as HasState)[STATE]
+    if (target.status === 'removed' || target.status === 'detached') {
+      throw new EntityStateError(`${label(state)}.${field.prop} refers to ${label(target)}, which is ${target.status}`)
+    }
+    return idText(target, value as HasState)
+  }
+  const inserts: RowInsert[] = []
+  const updates: RowUpdate[] = []
+  const deletes: RowDelete[] = []
+  const linkAdds: LinkChange[] = []
+  const linkRemoves: LinkChange[] = []
+  const written = new Map<HasState, Record<string, unknown>>()
+  const inserted: HasState[] = []
+  const deleted: HasState[] = []
+  const collections: ManyToManyCollection[] = []
+
+  for (const entity of map.all()) {
+    const state = entity[STATE]
+    const meta = state.meta
+    if (state.status === 'new' && state.id === undefined && !assigned.has(entity)) continue
+    if (state.status === 'removed') {
+      deletes.push({ entity: meta, id: idText(state, entity) })
+      deleted.push(entity)
+      continue
+    }
+    const snapshot: Record<string, unknown> = {}
+    if (state.status === 'new') {
+      const values = meta.fields.map((field) => {
+        const value = state.values[field.prop]
+        const text = fieldText(state, field, value)
+        snapshot[field.prop] = field.ref ? value : text
+        return text
+      })
+      inserts.push({ entity: meta, id: idText(state, entity), values })
+      inserted.push(entity)
+      written.set(entity, snapshot)
+    } else {
+      const changed = new Map<number, Text>()
+      meta.fields.forEach((field, i) => {
+        if (!(field.prop in state.values)) return
+        const value = state.values[field.prop]
+        // Scalars compare in text form, so in-place changes to a Date or JSON object count.
+        const now = field.ref || value === null ? value : field.type.toText(value)
+        if (state.snapshot && field.prop in state.snapshot && state.snapshot[field.prop] === now) return
+        const text = fieldText(state, field, value)
+        changed.set(i, text)
+        snapshot[field.prop] = field.ref ? value : text
+      })
+      if (changed.size > 0) {
+        updates.push({ entity: meta, id: idText(state, entity), changed })
+        written.set(entity, snapshot)
+      }
+    }
+    for (const collection of state.collections.values()) {
+      if (!(collection instanceof ManyToManyCollection)) continue
+      if (collection.added.size + collection.removed.size === 0) continue
+      const owner = idText(state, entity)
+      for (const target of collection.added) {
+        const t = target[STATE]
+        if (t.status === 'removed' || t.status === 'detached') continue
+        linkAdds.push({ link: collection.meta, owner, target: idText(t, target) })
+      }
+      for (const target of collection.removed) {
+        if (target[STATE].status !== 'managed' && target[STATE].status !== 'stub') continue // purged with it
+        linkRemoves.push({ link: collection.meta, owner, target: idText(target[STATE], target) })
+      }
+      collections.push(collection)
+    }
+  }
+  return { changes: { inserts, updates, deletes, linkAdds, linkRemoves }, written, inserted, deleted, collections }
+}

@@ -1,0 +1,143 @@
+import type { Executor } from '../drivers/executor.js'
+import { EntityStateError, InvalidValueError, NotFoundError } from '../errors.js'
+import type { Schema, SchemaDefs } from '../schema/define.js'
+import type { CreateInput, Entity, EntityName, IdOf, OrderBy, RelationName, Where } from '../schema/infer.js'
+import { STATE, type HasState } from './entity-state.js'
+import { flush, type FlushResult } from './flush.js'
+import type { IdPool } from './id-pool.js'
+import { Loader } from './loader.js'
+import { ManyToManyCollection } from './many-to-many.js'
+import { OneToManyCollection } from './one-to-many.js'
+import { UnitOfWork } from './unit-of-work.js'
+import { columnOf, conditions } from './where.js'
+
+export interface FindOptions<D extends SchemaDefs, K extends EntityName<D>> {
+  readonly orderBy?: OrderBy<D, K>
+  readonly limit?: number
+}
+
+/**
+ * One unit of work, typically one per request: an identity map of the entities it loaded or
+ * created, and `flush()`, which writes every change in one transaction and (ids known) one round trip.
+ */
+export class EntityManager<D extends SchemaDefs> {
+  private readonly uow = new UnitOfWork()
+  private readonly loader: Loader
+  private flushing = false
+
+  /** @internal use `Flushwave.em()` */
+  constructor(
+    private readonly schema: Schema<D>,
+    private readonly executor: Executor,
+    private readonly ids: IdPool,
+  ) {
+    this.loader = new Loader(this.uow, executor)
+  }
+
+  /** A new entity, inserted by the next flush. Defaults apply now; a uuid id is made now. */
+  create<K extends EntityName<D>>(name: K, data: CreateInput<D, K>): Entity<D, K> {
+    return this.uow.create(this.schema.meta(name), data as Record<string, unknown>) as unknown as Entity<D, K>
+  }
+
+  /** The entity with this id; throws NotFoundError when there is none. Calls in one tick share one query. */
+  async load<K extends EntityName<D>>(name: K, id: IdOf<D, K>): Promise<Entity<D, K>> {
+    const found = await this.tryLoad(name, id)
+    if (!found) throw new NotFoundError(name, id)
+    return found
+  }
+
+  /** Like `load`, but resolves with undefined when there is no such row. */
+  async tryLoad<K extends EntityName<D>>(name: K, id: IdOf<D, K>): Promise<Entity<D, K> | undefined> {
+    const meta = this.schema.meta(name)
+    const reason = meta.id.type.check(id)
+    if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
+    return (await this.loader.byId(meta, id)) as unknown as Entity<D, K> | undefined
+  }
+
+  /** A reference to a row by id, without reading it: set it on a many-to-one, or remove it. */
+  ref<K extends EntityName<D>>(name: K, id: IdOf<D, K>): Entity<D, K> {
+    const meta = this.schema.meta(name)
+    const reason = meta.id.type.check(id)
+    if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
+    return this.uow.reference(meta, id) as unknown as Entity<D, K>
+  }
+
+  /** Entities whose properties match `where` (every condition ANDed). */
+  async find<K extends EntityName<D>>(name: K, where: Where<D, K> = {}, options: FindOptions<D, K> = {}): Promise<Entity<D, K>[]> {
+    const meta = this.schema.meta(name)
+    const orderBy = Object.entries(options.orderBy ?? {}).map(([prop, dir]) => {
+      if (dir !== 'asc' && dir !== 'desc') throw new InvalidValueError(meta.name, prop, dir, "order must be 'asc' or 'desc'")
+      return [columnOf(meta, prop).quoted, dir] as const
+    })
+    if (options.limit !== undefined && !(Number.isSafeInteger(options.limit) && options.limit >= 0)) {
+      throw new InvalidValueError(meta.name, 'limit', options.limit, 'expected a non-negative integer')
+    }
+    const found = await this.loader.find(meta, conditions(meta, where as Record<string, unknown>), { orderBy, ...(options.limit === undefined ? {} : { limit: options.limit }) })
+    return found as unknown as Entity<D, K>[]
+  }
+
+  async findOne<K extends EntityName<D>>(name: K, where: Where<D, K>): Promise<Entity<D, K> | undefined> {
+    const [first] = await this.find(name, where, { limit: 1 })
+    return first
+  }
+
+  /** Marks an entity for deletion by the next flush (a new one is simply dropped). */
+  remove<K extends EntityName<D>>(entity: Entity<D, K>): void {
+    this.uow.remove(entity as unknown as HasState)
+  }
+
+  /**
+   * Loads relations of many entities at once: one query per relation, whatever the number of
+   * entities. Many-to-one targets, one-to-many and many-to-many collections.
+   */
+  async populate<K extends EntityName<D>>(entities: Entity<D, K> | readonly Entity<D, K>[], ...relations: RelationName<D, K>[]): Promise<void> {
+    const list = (Array.isArray(entities) ? entities : [entities]) as unknown as HasState[]
+    if (list.length === 0) return
+    const meta = this.uow.own(list[0]).meta
+    for (const e of list) if (this.uow.own(e).meta !== meta) throw new EntityStateError('populate() takes entities of one type')
+    await Promise.all(relations.map((relation) => this.populateOne(list, relation)))
+  }
+
+  /** Writes every change in one transaction; see FlushResult for what it did. */
+  async flush(): Promise<FlushResult> {
+    if (this.flushing) throw new EntityStateError('flush() is already running on this EntityManager')
+    this.flushing = true
+    try {
+      return await flush({ uow: this.uow, executor: this.executor, ids: this.ids, order: this.schema.insertOrder })
+    } finally {
+      this.flushing = false
+    }
+  }
+
+  /** The id, or undefined for a new entity whose id the next flush assigns. */
+  idOf<K extends EntityName<D>>(entity: Entity<D, K>): IdOf<D, K> | undefined {
+    return this.uow.own(entity).id as IdOf<D, K> | undefined
+  }
+
+  /** Whether the entity's row has been read (false for references not loaded yet). */
+  isLoaded<K extends EntityName<D>>(entity: Entity<D, K>): boolean {
+    return this.uow.own(entity).status !== 'stub'
+  }
+
+  private async populateOne(list: HasState[], relation: string): Promise<void> {
+    const meta = list[0]![STATE].meta
+    const field = meta.fieldByProp.get(relation)
+    if (field?.ref) {
+      const targets = list.map((e) => e[STATE].values[relation]).filter((t): t is HasState => !!t && (t as HasState)[STATE].status === 'stub')
+      await Promise.all(targets.map((t) => this.loader.byId(t[STATE].meta, t[STATE].id)))
+      return
+    }
+    const persisted = list.filter((e) => e[STATE].id !== undefined && e[STATE].status !== 'new')
+    if (meta.oneToMany.some((r) => r.prop === relation)) {
+      const pending = persisted.filter((e) => !(this.uow.collection(e, relation) as OneToManyCollection).isLoaded)
+      await this.loader.oneToMany(pending.map((e) => this.uow.collection(e, relation) as OneToManyCollection), pending)
+      return
+    }
+    if (meta.manyToMany.some((r) => r.prop === relation)) {
+      const pending = persisted.filter((e) => !(this.uow.collection(e, relation) as ManyToManyCollection).isLoaded)
+      await this.loader.manyToMany(pending.map((e) => this.uow.collection(e, relation) as ManyToManyCollection), pending)
+      return
+    }
+    throw new InvalidValueError(meta.name, relation, undefined, 'is not a relation')
+  }
+}

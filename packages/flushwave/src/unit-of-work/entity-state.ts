@@ -1,0 +1,43 @@
+import type { EntityMeta } from '../schema/meta.js'
+
+/**
+ * - new: created in this EntityManager, not yet inserted;
+ * - managed: its row exists and `snapshot` holds what the row is known to contain;
+ * - stub: only its id is known (a reference not yet loaded); properties set on it are written as-is;
+ * - removed: to be deleted by the next flush;
+ * - detached: deleted, or dropped before it was ever inserted.
+ */
+export type Status = 'new' | 'managed' | 'stub' | 'removed' | 'detached'
+
+export const STATE: unique symbol = Symbol('flushwave.state')
+
+/** Internal bookkeeping behind every entity object; users never see it. */
+export interface EntityState {
+  readonly meta: EntityMeta
+  /** The EntityManager that owns the entity (opaque here to avoid an import cycle). */
+  readonly owner: object
+  status: Status
+  /** Undefined until known: a new sequence-id entity gets its id when a flush commits. */
+  id: unknown
+  /** Current values by property: scalars as JS values, many-to-one as the target entity or null. */
+  readonly values: Record<string, unknown>
+  /**
+   * What the row holds, by property: scalars in PostgreSQL text form (so in-place changes to a Date
+   * or a JSON object are seen), many-to-one as the target entity. Undefined for new entities and stubs.
+   */
+  snapshot: Record<string, unknown> | undefined
+  /** Collection objects by property, made on first access. */
+  readonly collections: Map<string, unknown>
+}
+
+export interface HasState {
+  readonly [STATE]: EntityState
+}
+
+export function stateOf(entity: object): EntityState | undefined {
+  return (entity as Partial<HasState>)[STATE]
+}
+
+export function label(state: EntityState): string {
+  return state.id === undefined ? `new ${state.meta.name}` : `${state.meta.name}#${String(state.id)}`
+}

@@ -1,0 +1,133 @@
+import type { Executor } from '../drivers/executor.js'
+import { ConnectionLostError, FlushError } from '../errors.js'
+import { isEmpty } from '../plan/changes.js'
+import { rowCount, tableOf } from '../plan/ops.js'
+import type { Plan, Preparation } from '../plan/plan.js'
+import { planFlush } from '../plan/planner.js'
+import type { EntityMeta } from '../schema/meta.js'
+import { renderPlan } from '../sql/render-write.js'
+import { computeChanges, needingIds, type ChangeSet } from './change-set.js'
+import { STATE, type HasState } from './entity-state.js'
+import type { IdPool } from './id-pool.js'
+import type { UnitOfWork } from './unit-of-work.js'
+
+/** What a flush did. */
+export interface FlushResult {
+  /** Rows written per table (join tables included), as the server counted them. */
+  readonly inserted: Readonly<Record<string, number>>
+  readonly updated: Readonly<Record<string, number>>
+  readonly deleted: Readonly<Record<string, number>>
+  readonly statements: number
+  readonly waves: number
+  /** Round trips waited on: id allocation, then each pipeline, plus one per statement postgres.js had to describe first. */
+  readonly roundTrips: number
+  /** Statements sent with a shape the connection had not prepared yet. */
+  readonly coldStatements: number
+  readonly durationMs: number
+  readonly plan: Plan
+}
+
+export interface FlushContext {
+  readonly uow: UnitOfWork
+  readonly executor: Executor
+  readonly ids: IdPool
+  readonly order: readonly EntityMeta[]
+}
+
+/**
+ * change set → ids → plan → SQL → one pipelined transaction → record. Entity states change only
+ * after COMMIT, so a failed flush leaves the EntityManager as it was and can simply be retried.
+ */
+export async function flush(ctx: FlushContext): Promise<FlushResult> {
+  const started = performance.now()
+  const { assigned, preparation } = await assignIds(ctx)
+  let set: ChangeSet
+  try {
+    set = computeChanges(ctx.uow.map, assigned)
+  } catch (error) {
+    giveBack(ctx, assigned)
+    throw error
+  }
+  const plan = planFlush(set.changes, ctx.order, preparation)
+  if (isEmpty(set.changes)) return result(plan, [], preparation.length, 0, started)
+  const waves = renderPlan(plan)
+  let outcome
+  try {
+    outcome = await ctx.executor.write(waves)
+  } catch (error) {
+    // Ids of a rolled-back transaction were never committed by anyone: safe to use again.
+    if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) giveBack(ctx, assigned)
+    throw error
+  }
+  record(ctx.uow, set, assigned)
+  return result(plan, outcome.rowCounts, preparation.length + outcome.roundTrips, outcome.coldStatements, started)
+}
+
+async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, string>; preparation: Preparation[] }> {
+  const needed = needingIds(ctx.uow.map)
+  const assigned = new Map<HasState, string>()
+  if (needed.size === 0) return { assigned, preparation: [] }
+  const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
+  const { ids, fetched } = await ctx.ids.take(counts)
+  for (const [meta, list] of needed) list.forEach((entity, i) => assigned.set(entity, ids.get(meta)![i]!))
+  const preparation = fetched.map((counts): Preparation => ({
+    kind: 'allocate-ids',
+    counts,
+    reason: 'the id pool ran short: one nextval() statement before the transaction',
+  }))
+  return { assigned, preparation }
+}
+
+function giveBack(ctx: FlushContext, assigned: ReadonlyMap<HasState, string>): void {
+  const byMeta = new Map<EntityMeta, string[]>()
+  for (const [entity, id] of assigned) {
+    const meta = entity[STATE].meta
+    byMeta.set(meta, [...(byMeta.get(meta) ?? []), id])
+  }
+  for (const [meta, ids] of byMeta) ctx.ids.give(meta, ids)
+}
+
+/** After COMMIT: ids, statuses and snapshots now describe the rows. */
+function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState, string>): void {
+  for (const entity of set.inserted) {
+    const state = entity[STATE]
+    if (state.id === undefined) state.id = state.meta.id.type.fromDb(assigned.get(entity))
+    state.status = 'managed'
+    uow.map.register(entity)
+  }
+  for (const [entity, written] of set.written) {
+    const state = entity[STATE]
+    state.snapshot = { ...state.snapshot, ...written }
+  }
+  for (const entity of set.deleted) {
+    entity[STATE].status = 'detached'
+    uow.map.delete(entity)
+  }
+  for (const collection of set.collections) collection.committed()
+}
+
+function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrips: number, coldStatements: number, started: number): FlushResult {
+  const inserted: Record<string, number> = {}
+  const updated: Record<string, number> = {}
+  const deleted: Record<string, number> = {}
+  let statements = 0
+  plan.waves.forEach((wave, w) =>
+    wave.ops.forEach((op, i) => {
+      statements++
+      const into = op.kind === 'insert' || op.kind === 'link-insert' ? inserted : op.kind === 'update' ? updated : deleted
+      const table = tableOf(op)
+      into[table] = (into[table] ?? 0) + (rowCounts[w]?.[i] ?? rowCount(op))
+    }),
+  )
+  return {
+    inserted,
+    updated,
+    deleted,
+    statements,
+    waves: plan.waves.length,
+    roundTrips,
+    coldStatements,
+    durationMs: performance.now() - started,
+    plan,
+  }
+}

@@ -1,0 +1,47 @@
+import type { EntityMeta } from '../schema/meta.js'
+import { STATE, type HasState } from './entity-state.js'
+
+/** One object per row per EntityManager, plus the new entities that have no row yet. */
+export class IdentityMap {
+  private readonly byId = new Map<EntityMeta, Map<string, HasState>>()
+  private readonly tracked = new Map<EntityMeta, Set<HasState>>()
+
+  get(meta: EntityMeta, id: unknown): HasState | undefined {
+    return this.byId.get(meta)?.get(key(id))
+  }
+
+  /** Starts tracking an entity; registers it by id when it has one. */
+  add(entity: HasState): void {
+    const state = entity[STATE]
+    let set = this.tracked.get(state.meta)
+    if (!set) this.tracked.set(state.meta, (set = new Set()))
+    set.add(entity)
+    if (state.id !== undefined) this.register(entity)
+  }
+
+  register(entity: HasState): void {
+    const state = entity[STATE]
+    let ids = this.byId.get(state.meta)
+    if (!ids) this.byId.set(state.meta, (ids = new Map()))
+    ids.set(key(state.id), entity)
+  }
+
+  delete(entity: HasState): void {
+    const state = entity[STATE]
+    this.tracked.get(state.meta)?.delete(entity)
+    if (state.id !== undefined) this.byId.get(state.meta)?.delete(key(state.id))
+  }
+
+  /** Every tracked entity of one type, in the order it became tracked. */
+  of(meta: EntityMeta): Iterable<HasState> {
+    return this.tracked.get(meta) ?? []
+  }
+
+  *all(): Iterable<HasState> {
+    for (const set of this.tracked.values()) yield* set
+  }
+}
+
+function key(id: unknown): string {
+  return String(id)
+}

@@ -1,0 +1,101 @@
+import type { Executor } from '../drivers/executor.js'
+import type { EntityMeta } from '../schema/meta.js'
+import { renderFind, renderLoadByIds, renderLoadByReference, renderLoadLinks, type SelectOptions } from '../sql/render-select.js'
+import { STATE, type HasState } from './entity-state.js'
+import type { ManyToManyCollection } from './many-to-many.js'
+import type { OneToManyCollection } from './one-to-many.js'
+import type { UnitOfWork } from './unit-of-work.js'
+import type { Condition } from '../sql/render-select.js'
+
+interface Waiting {
+  readonly resolve: (entity: HasState | undefined) => void
+  readonly reject: (error: unknown) => void
+}
+
+/**
+ * Reads rows into the unit of work. Loads by id issued in the same tick are batched into one
+ * `= any($1)` query per entity, so loading N references costs one query, not N.
+ */
+export class Loader {
+  private pending = new Map<EntityMeta, Map<string, Waiting[]>>()
+  private scheduled = false
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly executor: Executor,
+  ) {}
+
+  /** The entity with this id, or undefined when no row has it. Loaded entities come from the identity map. */
+  byId(meta: EntityMeta, id: unknown): Promise<HasState | undefined> {
+    const known = this.uow.map.get(meta, id)
+    if (known && known[STATE].status !== 'stub') return Promise.resolve(known[STATE].status === 'detached' ? undefined : known)
+    return new Promise((resolve, reject) => {
+      let ids = this.pending.get(meta)
+      if (!ids) this.pending.set(meta, (ids = new Map()))
+      const key = meta.id.type.toText(id)
+      const list = ids.get(key) ?? []
+      list.push({ resolve, reject })
+      ids.set(key, list)
+      this.schedule()
+    })
+  }
+
+  async find(meta: EntityMeta, where: readonly Condition[], options: SelectOptions): Promise<HasState[]> {
+    const rows = await this.executor.read(renderFind(meta, where, options))
+    return rows.map((row) => this.uow.hydrate(meta, row))
+  }
+
+  async oneToMany(collections: readonly OneToManyCollection[], owners: readonly HasState[]): Promise<void> {
+    const first = collections[0]
+    if (!first) return
+    const meta = first.meta
+    const ids = owners.map((o) => o[STATE].meta.id.type.toText(o[STATE].id))
+    const rows = await this.executor.read(renderLoadByReference(meta.target, meta.inverse, ids))
+    for (const row of rows) this.uow.hydrate(meta.target, row)
+    for (const c of collections) c.loaded = true
+  }
+
+  async manyToMany(collections: readonly ManyToManyCollection[], owners: readonly HasState[]): Promise<void> {
+    const first = collections[0]
+    if (!first) return
+    const link = first.meta
+    const ids = owners.map((o) => link.owner.id.type.toText(o[STATE].id))
+    const rows = await this.executor.read(renderLoadLinks(link, ids))
+    const byOwner = new Map<string, Set<HasState>>(ids.map((id) => [id, new Set()]))
+    for (const row of rows) {
+      const owner = link.owner.id.type.toText(link.owner.id.type.fromDb(row[0]))
+      byOwner.get(owner)?.add(this.uow.hydrate(link.target, row.slice(1)))
+    }
+    collections.forEach((c, i) => {
+      c.persisted = byOwner.get(ids[i]!) ?? new Set()
+    })
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return
+    this.scheduled = true
+    // After the current promise jobs too, so loads started in `.then` callbacks join the batch.
+    void Promise.resolve().then(() =>
+      process.nextTick(() => {
+        this.scheduled = false
+        const batch = this.pending
+        this.pending = new Map()
+        for (const [meta, ids] of batch) void this.run(meta, ids)
+      }),
+    )
+  }
+
+  private async run(meta: EntityMeta, waiting: Map<string, Waiting[]>): Promise<void> {
+    try {
+      const rows = await this.executor.read(renderLoadByIds(meta, [...waiting.keys()]))
+      const found = new Map<string, HasState>()
+      for (const row of rows) {
+        const entity = this.uow.hydrate(meta, row)
+        found.set(meta.id.type.toText(entity[STATE].id), entity)
+      }
+      for (const [key, list] of waiting) for (const w of list) w.resolve(found.get(key))
+    } catch (error) {
+      for (const list of waiting.values()) for (const w of list) w.reject(error)
+    }
+  }
+}

@@ -1,0 +1,68 @@
+import { EntityStateError } from '../errors.js'
+import type { ManyToManyMeta } from '../schema/meta.js'
+import { CollectionBase } from './collection.js'
+import { label, STATE, stateOf, type HasState } from './entity-state.js'
+
+/** Links through a join table: the loaded links plus pending additions and removals. */
+export class ManyToManyCollection extends CollectionBase<HasState> {
+  /** The linked entities as last read or written; undefined while not loaded. */
+  persisted: Set<HasState> | undefined
+  readonly added = new Set<HasState>()
+  readonly removed = new Set<HasState>()
+
+  constructor(
+    private readonly owner: HasState,
+    readonly meta: ManyToManyMeta,
+  ) {
+    super()
+    this.persisted = owner[STATE].status === 'new' ? new Set() : undefined
+  }
+
+  get isLoaded(): boolean {
+    return this.persisted !== undefined
+  }
+
+  protected current(): HasState[] {
+    const items = [...(this.persisted ?? [])].filter((x) => !this.removed.has(x))
+    for (const x of this.added) if (!this.persisted?.has(x)) items.push(x)
+    return items.filter((x) => x[STATE].status !== 'removed' && x[STATE].status !== 'detached')
+  }
+
+  add(item: HasState): void {
+    this.check(item)
+    if (this.removed.delete(item)) return
+    if (!this.persisted?.has(item)) this.added.add(item)
+  }
+
+  remove(item: HasState): void {
+    this.check(item)
+    if (this.added.delete(item)) return
+    if (this.persisted === undefined || this.persisted.has(item)) this.removed.add(item)
+  }
+
+  /** Called once a flush that wrote the pending links has committed. */
+  committed(): void {
+    if (this.persisted) this.persisted = new Set(this.current())
+    this.added.clear()
+    this.removed.clear()
+  }
+
+  protected describe(): string {
+    return `${label(this.owner[STATE])}.${this.meta.prop}`
+  }
+
+  private check(item: HasState): void {
+    const state = stateOf(item)
+    const owner = this.owner[STATE]
+    if (!state || state.meta !== this.meta.target) {
+      throw new EntityStateError(`${this.describe()} takes ${this.meta.target.name} entities`)
+    }
+    if (state.owner !== owner.owner) throw new EntityStateError(`${this.describe()}: the entity belongs to another EntityManager`)
+    if (state.status === 'removed' || state.status === 'detached') {
+      throw new EntityStateError(`${this.describe()}: ${label(state)} is ${state.status}`)
+    }
+    if (owner.status === 'removed' || owner.status === 'detached') {
+      throw new EntityStateError(`${label(owner)} is ${owner.status} and cannot be changed`)
+    }
+  }
+}

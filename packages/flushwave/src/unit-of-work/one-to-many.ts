@@ -1,0 +1,55 @@
+import { EntityStateError } from '../errors.js'
+import type { OneToManyMeta } from '../schema/meta.js'
+import { CollectionBase } from './collection.js'
+import { label, STATE, type HasState } from './entity-state.js'
+import type { IdentityMap } from './identity-map.js'
+
+/**
+ * The inverse side of a many-to-one. It stores nothing: its items are the tracked entities whose
+ * many-to-one points at the owner, so it always agrees with unflushed changes on either side.
+ */
+export class OneToManyCollection extends CollectionBase<HasState> {
+  loaded: boolean
+
+  constructor(
+    private readonly map: IdentityMap,
+    private readonly owner: HasState,
+    readonly meta: OneToManyMeta,
+  ) {
+    super()
+    this.loaded = owner[STATE].status === 'new'
+  }
+
+  get isLoaded(): boolean {
+    return this.loaded
+  }
+
+  protected current(): HasState[] {
+    const items: HasState[] = []
+    for (const entity of this.map.of(this.meta.target)) {
+      const state = entity[STATE]
+      if (state.values[this.meta.inverse.prop] !== this.owner) continue
+      if (state.status === 'removed' || state.status === 'detached') continue
+      items.push(entity)
+    }
+    return items
+  }
+
+  add(item: HasState): void {
+    ;(item as unknown as Record<string, unknown>)[this.meta.inverse.prop] = this.owner
+  }
+
+  remove(item: HasState): void {
+    if (item[STATE].values[this.meta.inverse.prop] !== this.owner) return
+    if (!this.meta.inverse.nullable) {
+      throw new EntityStateError(
+        `${label(item[STATE])} cannot leave ${this.describe()}: ${this.meta.target.name}.${this.meta.inverse.prop} is not nullable; em.remove() it or move it to another ${this.owner[STATE].meta.name}`,
+      )
+    }
+    ;(item as unknown as Record<string, unknown>)[this.meta.inverse.prop] = null
+  }
+
+  protected describe(): string {
+    return `${label(this.owner[STATE])}.${this.meta.prop}`
+  }
+}

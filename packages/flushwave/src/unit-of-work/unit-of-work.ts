@@ -1,0 +1,121 @@
+import { EntityStateError, InvalidValueError } from '../errors.js'
+import type { EntityMeta } from '../schema/meta.js'
+import { checkValue, makeEntity, type CollectionFactory } from './entity-class.js'
+import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
+import { IdentityMap } from './identity-map.js'
+import { ManyToManyCollection } from './many-to-many.js'
+import { OneToManyCollection } from './one-to-many.js'
+import { uuidv7 } from './uuid-v7.js'
+
+/**
+ * The entities of one EntityManager and their states: creation, references, rows read from the
+ * database, removal. It does no I/O; the loader and the flush drive it.
+ */
+export class UnitOfWork implements CollectionFactory {
+  readonly map = new IdentityMap()
+
+  create(meta: EntityMeta, data: Record<string, unknown>): HasState {
+    const state = this.newState(meta, 'new', undefined)
+    const entity = makeEntity(state)
+    const known = new Set([meta.id.prop, ...meta.fields.map((f) => f.prop), ...meta.manyToMany.map((m) => m.prop)])
+    for (const prop of Object.keys(data)) {
+      if (!known.has(prop)) throw new InvalidValueError(meta.name, prop, data[prop], 'is not a property that create() accepts')
+    }
+    if (meta.id.strategy === 'uuid') {
+      const id = data[meta.id.prop] ?? uuidv7()
+      const reason = meta.id.type.check(id)
+      if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
+      if (this.map.get(meta, id)) throw new EntityStateError(`${meta.name}#${String(id)} is already in this EntityManager`)
+      state.id = id
+    } else if (meta.id.prop in data) {
+      throw new InvalidValueError(meta.name, meta.id.prop, data[meta.id.prop], 'is assigned from its sequence by the flush')
+    }
+    for (const field of meta.fields) {
+      let value: unknown
+      if (field.prop in data && data[field.prop] !== undefined) value = data[field.prop]
+      else if (field.default) value = field.default.make()
+      else if (field.nullable) value = null
+      else throw new InvalidValueError(meta.name, field.prop, data[field.prop], 'is required')
+      checkValue(state, field, value)
+      state.values[field.prop] = value
+    }
+    this.map.add(entity)
+    for (const link of meta.manyToMany) {
+      const items = data[link.prop]
+      if (items === undefined) continue
+      if (!Array.isArray(items)) throw new InvalidValueError(meta.name, link.prop, items, 'expected an array of entities')
+      const collection = this.collection(entity, link.prop) as ManyToManyCollection
+      for (const item of items) collection.add(item as HasState)
+    }
+    return entity
+  }
+
+  /** The entity for a row known by id only: the tracked one, or a new unloaded stub. */
+  reference(meta: EntityMeta, id: unknown): HasState {
+    const existing = this.map.get(meta, id)
+    if (existing) return existing
+    const entity = makeEntity(this.newState(meta, 'stub', id))
+    this.map.add(entity)
+    return entity
+  }
+
+  /**
+   * Merges a row read from the database (id, then `meta.fields` in order). A tracked entity keeps
+   * its unflushed changes; a stub gets the row's values for every property it has not had set.
+   */
+  hydrate(meta: EntityMeta, row: readonly unknown[]): HasState {
+    const id = meta.id.type.fromDb(row[0])
+    const entity = this.reference(meta, id)
+    const state = entity[STATE]
+    if (state.status !== 'stub') return entity
+    const snapshot: Record<string, unknown> = { ...state.snapshot }
+    meta.fields.forEach((field, i) => {
+      const raw = row[i + 1]
+      let value: unknown = null
+      let text: unknown = null
+      if (raw !== null && raw !== undefined) {
+        value = field.ref ? this.reference(field.ref.target, field.ref.target.id.type.fromDb(raw)) : field.type.fromDb(raw)
+        text = field.ref ? value : field.type.toText(value)
+      }
+      if (!(field.prop in snapshot)) snapshot[field.prop] = text
+      if (!(field.prop in state.values)) state.values[field.prop] = value
+    })
+    state.snapshot = snapshot
+    state.status = 'managed'
+    return entity
+  }
+
+  remove(entity: HasState): void {
+    const state = this.own(entity)
+    if (state.status === 'detached') throw new EntityStateError(`${label(state)} is already deleted`)
+    if (state.status === 'new') {
+      state.status = 'detached'
+      this.map.delete(entity)
+    } else {
+      state.status = 'removed'
+    }
+  }
+
+  collection(entity: HasState, prop: string): unknown {
+    const state = entity[STATE]
+    let collection = state.collections.get(prop)
+    if (collection) return collection
+    const o2m = state.meta.oneToMany.find((r) => r.prop === prop)
+    const m2m = state.meta.manyToMany.find((r) => r.prop === prop)
+    collection = o2m ? new OneToManyCollection(this.map, entity, o2m) : new ManyToManyCollection(entity, m2m!)
+    state.collections.set(prop, collection)
+    return collection
+  }
+
+  /** The entity's state, after checking that it belongs to this unit of work. */
+  own(entity: unknown): EntityState {
+    const state = typeof entity === 'object' && entity !== null ? stateOf(entity) : undefined
+    if (!state) throw new EntityStateError('expected an entity object')
+    if (state.owner !== this) throw new EntityStateError(`${label(state)} belongs to another EntityManager`)
+    return state
+  }
+
+  private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
+    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: new Map() }
+  }
+}

@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { InvalidValueError, UniqueViolationError, type FlushResult } from '../../src/index.js'
+import { bookstore, type Author } from '../support/bookstore.js'
+import { testDatabase, type TestDatabase } from '../support/database.js'
+
+let db: TestDatabase<typeof bookstore.defs>
+beforeAll(async () => {
+  db = await testDatabase(bookstore)
+})
+afterAll(() => db.close())
+
+async function count(table: string): Promise<number> {
+  const [row] = await db.sql.unsafe(`select count(*)::int as n from "${table}"`)
+  return row!.n as number
+}
+
+/** One author with 10 books, 10 reviews per book and 5 tags per book: the benchmark's unit of work. */
+function createGraph(em: ReturnType<typeof db.orm.em>, name: string): Author {
+  const author = em.create('Author', { name })
+  for (let b = 0; b < 10; b++) {
+    const tags = Array.from({ length: 5 }, (_, i) => em.create('Tag', { name: `${name}-b${b}-t${i}` }))
+    const book = em.create('Book', { title: `${name} ${b}`, author, tags, meta: { isbn: `isbn-${b}` } })
+    for (let r = 0; r < 10; r++) em.create('Review', { stars: r % 5, book })
+  }
+  return author
+}
+
+describe('flush', () => {
+  it('creates a graph with many-to-many links in one wave, parents first', async () => {
+    const em = db.orm.em()
+    db.queries.length = 0
+    const author = createGraph(em, 'graph')
+    const result = await em.flush()
+
+    expect(result.waves).toBe(1)
+    expect(result.statements).toBe(5)
+    expect(result.inserted).toEqual({ author: 1, book: 10, review: 100, tag: 50, book_tag: 50 })
+    const writes = db.writes().map((q) => q.text.split(' (')[0])
+    expect(writes).toEqual(['insert into "author"', 'insert into "book"', 'insert into "review"', 'insert into "tag"', 'insert into "book_tag"'])
+    // One allocation statement fetched the ids before the transaction.
+    expect(db.queries.filter((q) => q.phase === 'allocate')).toHaveLength(1)
+    expect(result.plan.preparation).toHaveLength(1)
+
+    expect([await count('author'), await count('book'), await count('review'), await count('tag'), await count('book_tag')]).toEqual([1, 10, 100, 50, 50])
+    expect(typeof author.id).toBe('number')
+
+    const em2 = db.orm.em()
+    const loaded = await em2.load('Author', author.id)
+    expect(loaded).not.toBe(author)
+    await em2.populate(loaded, 'books')
+    expect(loaded.books.length).toBe(10)
+    await em2.populate(loaded.books.items, 'reviews', 'tags')
+    const first = loaded.books.items[0]!
+    expect(first.reviews.length).toBe(10)
+    expect(first.tags.items.map((t) => t.name).sort()).toEqual(['graph-b0-t0', 'graph-b0-t1', 'graph-b0-t2', 'graph-b0-t3', 'graph-b0-t4'])
+    expect(first.meta).toEqual({ isbn: 'isbn-0' })
+    expect(first.status).toBe('draft')
+    expect(loaded.createdAt).toBeInstanceOf(Date)
+  })
+
+  it('updates only the changed columns, one statement per table, whatever the row count', async () => {
+    const em = db.orm.em()
+    createGraph(em, 'upd')
+    await em.flush()
+
+    const em2 = db.orm.em()
+    const books = await em2.find('Book', { title: { like: 'upd %' } }, { orderBy: { title: 'asc' } })
+    expect(books).toHaveLength(10)
+    await em2.populate(books, 'reviews', 'author')
+    for (const book of books) book.pages = 100
+    for (const review of books.flatMap((b) => b.reviews.items)) review.body = 'fine'
+    books[0]!.author.name = 'renamed'
+    // A concurrent writer changes a column this unit of work did not touch: it must survive.
+    await db.sql`update book set status = 'published' where id = ${books[1]!.id}`
+
+    db.queries.length = 0
+    const result = await em2.flush()
+    expect(result.updated).toEqual({ author: 1, book: 10, review: 100 })
+    expect(db.writes().map((q) => q.text.slice(0, 22))).toEqual(['update "author" as t s', 'update "book" as t set', 'update "review" as t s'])
+    const bookUpdate = db.writes()[1]!
+    // Params: ids, then per field (title, pages, status, meta, author) its values and set-mask.
+    expect(bookUpdate.params[3]).toBe('{"100","100","100","100","100","100","100","100","100","100"}')
+    expect(bookUpdate.params[2]).toBe('{f,f,f,f,f,f,f,f,f,f}')
+    expect(bookUpdate.params[4]).toBe('{t,t,t,t,t,t,t,t,t,t}')
+
+    const rows = await db.sql`select title, pages, status from book where title like 'upd %' order by title`
+    expect(rows.map((r) => r.pages)).toEqual(Array(10).fill(100))
+    expect(rows[1]!.status).toBe('published')
+    expect(await count('review')).toBeGreaterThan(0)
+    const [renamed] = await db.sql`select name from author where id = ${books[0]!.author.id}`
+    expect(renamed!.name).toBe('renamed')
+
+    // Nothing changed since: the second flush sends nothing at all.
+    db.queries.length = 0
+    const again = await em2.flush()
+    expect(again.statements).toBe(0)
+    expect(again.roundTrips).toBe(0)
+    expect(db.queries).toEqual([])
+  })
+
+  it('deletes children before parents and purges many-to-many links', async () => {
+    const em = db.orm.em()
+    const author = createGraph(em, 'del')
+    await em.flush()
+    const id = author.id
+
+    const em2 = db.orm.em()
+    const loaded = await em2.load('Author', id)
+    await em2.populate(loaded, 'books')
+    await em2.populate(loaded.books.items, 'reviews')
+    for (const book of loaded.books.items) {
+      for (const review of book.reviews.items) em2.remove(review)
+      em2.remove(book)
+    }
+    em2.remove(loaded)
+    db.queries.length = 0
+    const result = await em2.flush()
+    expect(db.writes().map((q) => q.text.split(' where')[0])).toEqual([
+      'delete from "book_tag"',
+      'delete from "review"',
+      'delete from "book"',
+      'delete from "author"',
+    ])
+    expect(result.deleted).toEqual({ book_tag: 50, review: 100, book: 10, author: 1 })
+    expect(await db.sql`select 1 from author where id = ${id}`).toHaveLength(0)
+    expect(await db.sql`select 1 from book where author_id = ${id}`).toHaveLength(0)
+    expect(() => (loaded.name = 'x')).toThrow(/detached/)
+  })
+
+  it('keeps one object per row and batches loads issued together into one query', async () => {
+    const em = db.orm.em()
+    const authors = Array.from({ length: 5 }, (_, i) => em.create('Author', { name: `im${i}` }))
+    await em.flush()
+
+    const em2 = db.orm.em()
+    db.queries.length = 0
+    const loaded = await Promise.all(authors.map((a) => em2.load('Author', a.id)))
+    expect(db.queries.filter((q) => q.phase === 'read')).toHaveLength(1)
+    expect(await em2.load('Author', authors[2]!.id)).toBe(loaded[2])
+    const found = await em2.find('Author', { name: { in: ['im1', 'im3'] } }, { orderBy: { name: 'asc' } })
+    expect(found).toEqual([loaded[1], loaded[3]])
+    expect(db.queries.filter((q) => q.phase === 'read')).toHaveLength(2)
+    // An unflushed change wins over a re-read of the row.
+    loaded[0]!.name = 'changed'
+    const [again] = await em2.find('Author', { id: authors[0]!.id })
+    expect(again!.name).toBe('changed')
+  })
+
+  it('commits nothing when a statement fails mid-flush, and the same EntityManager succeeds once fixed', async () => {
+    const em = db.orm.em()
+    em.create('Tag', { name: 'taken' })
+    await em.flush()
+
+    const before = await Promise.all(['author', 'book', 'tag'].map(count))
+    const em2 = db.orm.em()
+    const author = em2.create('Author', { name: 'atomic' })
+    const book = em2.create('Book', { title: 'atomic book', author })
+    const clash = em2.create('Tag', { name: 'taken' })
+    book.tags.add(clash)
+
+    const error = await em2.flush().catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(UniqueViolationError)
+    expect(error).toMatchObject({ code: '23505', table: 'tag', entity: 'Tag', constraint: 'tag_name_key' })
+    expect((error as Error).message).toMatch(/insert Tag \(table tag\).*Key \(name\)=\(taken\) already exists.*nothing was committed/)
+    expect(await Promise.all(['author', 'book', 'tag'].map(count))).toEqual(before)
+    expect(em2.idOf(author)).toBeUndefined()
+
+    clash.name = 'not taken'
+    const result: FlushResult = await em2.flush()
+    expect(result.inserted).toEqual({ author: 1, book: 1, tag: 1, book_tag: 1 })
+    const [row] = await db.sql`select b.title, t.name from book b join book_tag bt on bt.book_id = b.id join tag t on t.id = bt.tag_id where b.id = ${book.id}`
+    expect(row).toEqual({ title: 'atomic book', name: 'not taken' })
+    // The connection came back clean: its next transaction works.
+    expect(await db.sql`select 1 as ok`).toEqual([{ ok: 1 }])
+  })
+
+  it('rejects bad values when they are assigned, before anything is sent', async () => {
+    const em = db.orm.em()
+    db.queries.length = 0
+    const author = em.create('Author', { name: 'valid' })
+    expect(() => (author.name = undefined as unknown as string)).toThrow(InvalidValueError)
+    expect(() => em.create('Book', { title: 'x\0y', author })).toThrow(/NUL/)
+    expect(() => em.create('Book', { title: 'ok', author, pages: 2 ** 40 })).toThrow(/integer/)
+    expect(() => em.create('Book', { title: 'ok', author, status: 'gone' as 'draft' })).toThrow(/"draft", "published"/)
+    expect(() => em.create('Author', { name: 'x', nope: 1 } as never)).toThrow(/nope/)
+    expect(() => em.create('Book', { title: 'no author' } as never)).toThrow(/author: is required/)
+    expect(db.queries).toEqual([])
+  })
+
+  it('moves a book to another author through the collections', async () => {
+    const em = db.orm.em()
+    const a = em.create('Author', { name: 'from' })
+    const b = em.create('Author', { name: 'to' })
+    const book = em.create('Book', { title: 'moving', author: a })
+    expect(a.books.items).toEqual([book])
+    b.books.add(book)
+    expect(a.books.items).toEqual([])
+    expect(book.author).toBe(b)
+    await em.flush()
+    const [row] = await db.sql`select author_id from book where id = ${book.id}`
+    expect(Number(row!.author_id)).toBe(b.id)
+  })
+})

@@ -1,0 +1,37 @@
+import { createTestSchema, searchPathOptions } from 'devdb'
+import postgres from 'postgres'
+import { inject } from 'vitest'
+import { createTablesSql, flushwave, type Flushwave, type QueryEvent, type Schema, type SchemaDefs } from '../../src/index.js'
+
+export interface TestDatabase<D extends SchemaDefs> {
+  readonly sql: postgres.Sql
+  readonly orm: Flushwave<D>
+  /** Every statement Flushwave sent, in order. */
+  readonly queries: QueryEvent[]
+  /** The write statements only, since the last `queries.length = 0`. */
+  writes(): QueryEvent[]
+  close(): Promise<void>
+}
+
+/** A fresh PostgreSQL schema with the tables of `schema`, and a Flushwave on one connection. */
+export async function testDatabase<D extends SchemaDefs>(
+  schema: Schema<D>,
+  options: { url?: string; max?: number; name?: string } = {},
+): Promise<TestDatabase<D>> {
+  const url = options.url ?? inject('databaseUrl')
+  const ns = await createTestSchema(inject('databaseUrl'), options.name ?? 'fw')
+  const sql = postgres(url, { max: options.max ?? 1, onnotice: () => {}, ...searchPathOptions(ns.name) })
+  for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
+  const queries: QueryEvent[] = []
+  const orm = flushwave({ schema, sql, onQuery: (e) => queries.push(e) })
+  return {
+    sql,
+    orm,
+    queries,
+    writes: () => queries.filter((q) => q.phase === 'write'),
+    close: async () => {
+      await sql.end()
+      await ns.drop()
+    },
+  }
+}
