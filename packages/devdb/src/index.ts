@@ -1,0 +1,6 @@
+import './provided-context.js'
+export { freePort } from './free-port.js'
+export { startDatabase, type Database, type StartDatabaseOptions } from './postgres.js'
+export { startToxiproxy, type StartToxiproxyOptions, type ToxiproxyServer } from './toxiproxy.js'
+export { proxyDatabase, type LatencyProxy, type ProxyDatabaseOptions } from './latency-proxy.js'
+export { createTestSchema, searchPathOptions, type TestSchema } from './test-schema.js'
