@@ -11,7 +11,13 @@ export interface Executor {
    */
   write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome>
   /** Fetches `count` values from the sequence behind each table's id column, in one statement. */
-  nextIds(requests: readonly IdRequest[]): Promise<string[][]>
+  nextIds(requests: readonly IdRequest[]): Promise<IdBlocks>
+}
+
+export interface IdBlocks {
+  /** Per request, its ids as text. */
+  readonly ids: readonly (readonly string[])[]
+  readonly roundTrips: number
 }
 
 export interface WriteOutcome {

@@ -2,8 +2,9 @@ import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
 import { ConnectionLostError, FlushError, FlushwaveError, SchemaError } from '../errors.js'
 import { renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
-import type { Executor, QueryEvent, WriteOutcome } from './executor.js'
+import type { Executor, IdBlocks, QueryEvent, WriteOutcome } from './executor.js'
 import { flushError, IN_FAILED_TRANSACTION, isServerError } from './pg-error.js'
+import { pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
 
 const TEXT_OID = 25
 
@@ -35,10 +36,11 @@ export class PostgresJsExecutor implements Executor {
     return rows as unknown as unknown[][]
   }
 
-  async nextIds(requests: readonly IdRequest[]): Promise<string[][]> {
+  async nextIds(requests: readonly IdRequest[]): Promise<IdBlocks> {
     const statement = renderNextIds(requests)
     this.emit('allocate', statement)
-    const rows = (await this.run(this.sql, statement).values()) as unknown as [string, string | null][]
+    const query = this.run(this.sql, statement).values()
+    const rows = (await query) as unknown as [string, string | null][]
     const out = requests.map((): string[] => [])
     for (const [i, id] of rows) {
       const request = requests[Number(i) - 1]!
@@ -47,7 +49,7 @@ export class PostgresJsExecutor implements Executor {
       }
       out[Number(i) - 1]!.push(id)
     }
-    return out
+    return { ids: out, roundTrips: readRoundTrips(query) }
   }
 
   async write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome> {
@@ -62,8 +64,7 @@ export class PostgresJsExecutor implements Executor {
       for (const [index, batch] of batches.entries()) {
         const first = index === 0
         const last = index === batches.length - 1
-        const queries: PendingQuery<Row[]>[] = []
-        if (first) queries.push(conn.unsafe('begin'))
+        const queries: PendingQuery<Row[]>[] = first ? [conn.unsafe('begin')] : []
         for (const s of batch.statements) {
           this.emit('write', s)
           queries.push(this.run(conn, s))
@@ -71,7 +72,7 @@ export class PostgresJsExecutor implements Executor {
         if (last) queries.push(conn.unsafe('commit'))
         commitSent = last
         const settled = await Promise.allSettled(queries)
-        roundTrips += 1
+        roundTrips += pipelineRoundTrips(queries)
         coldStatements += queries.filter(wasDescribed).length
         const offset = first ? 1 : 0
         const failure = firstFailure(settled, offset, batch.statements)
@@ -90,7 +91,7 @@ export class PostgresJsExecutor implements Executor {
           if (tag !== 'COMMIT') throw new FlushError(`COMMIT answered ${tag}; nothing was committed`, unknownFailure)
         }
       }
-      return { rowCounts, roundTrips: roundTrips + coldStatements, coldStatements }
+      return { rowCounts, roundTrips, coldStatements }
     } catch (error) {
       if (!ended) await conn.unsafe('rollback').catch(() => undefined)
       throw error instanceof FlushwaveError ? error : lost(error, commitSent)
@@ -111,7 +112,8 @@ export class PostgresJsExecutor implements Executor {
 
   private run(sql: Sql | ReservedSql, statement: Statement): PendingQuery<Row[]> {
     const params = statement.params.map((p) => sql.typed(p as never, TEXT_OID))
-    return sql.unsafe(statement.text, params as never[])
+    // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
+    return sql.unsafe(statement.text, params as never[], { prepare: true })
   }
 
   private emit(phase: QueryEvent['phase'], statement: Statement): void {
@@ -120,16 +122,6 @@ export class PostgresJsExecutor implements Executor {
 }
 
 const unknownFailure = { code: undefined, table: 'unknown', entity: undefined, constraint: undefined, detail: undefined }
-
-/**
- * postgres.js describes a parameterized statement it has not prepared on this connection before
- * binding it, and holds the pipeline meanwhile: one extra round trip. Its query object records this
- * (`prepared` false with parameters), which we read after the fact.
- */
-function wasDescribed(query: object): boolean {
-  const q = query as { prepared?: boolean; parameters?: unknown[] }
-  return q.prepared === false && (q.parameters?.length ?? 0) > 0
-}
 
 /** The first real error of a pipeline, never the 25P02 echoes that follow it. */
 function firstFailure(

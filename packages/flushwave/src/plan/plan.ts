@@ -19,5 +19,7 @@ export interface Preparation {
   readonly kind: 'allocate-ids'
   /** Sequence values fetched per table, in one statement. */
   readonly counts: ReadonlyMap<string, number>
+  /** 1, or 2 when the connection had not prepared the allocation statement yet. */
+  readonly roundTrips: number
   readonly reason: string
 }

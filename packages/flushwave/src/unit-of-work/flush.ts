@@ -49,7 +49,8 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     throw error
   }
   const plan = planFlush(set.changes, ctx.order, preparation)
-  if (isEmpty(set.changes)) return result(plan, [], preparation.length, 0, started)
+  const prepared = preparation.reduce((n, p) => n + p.roundTrips, 0)
+  if (isEmpty(set.changes)) return result(plan, [], prepared, 0, started)
   const waves = renderPlan(plan)
   let outcome
   try {
@@ -60,7 +61,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     throw error
   }
   record(ctx.uow, set, assigned)
-  return result(plan, outcome.rowCounts, preparation.length + outcome.roundTrips, outcome.coldStatements, started)
+  return result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, started)
 }
 
 async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, string>; preparation: Preparation[] }> {
@@ -70,9 +71,10 @@ async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, s
   const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
   const { ids, fetched } = await ctx.ids.take(counts)
   for (const [meta, list] of needed) list.forEach((entity, i) => assigned.set(entity, ids.get(meta)![i]!))
-  const preparation = fetched.map((counts): Preparation => ({
+  const preparation = fetched.map(({ counts, roundTrips }): Preparation => ({
     kind: 'allocate-ids',
     counts,
+    roundTrips,
     reason: 'the id pool ran short: one nextval() statement before the transaction',
   }))
   return { assigned, preparation }

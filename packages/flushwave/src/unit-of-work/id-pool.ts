@@ -1,4 +1,5 @@
 import type { EntityMeta } from '../schema/meta.js'
+import type { IdBlocks } from '../drivers/executor.js'
 import type { IdRequest } from '../sql/render-ids.js'
 
 export interface IdPoolOptions {
@@ -12,13 +13,19 @@ export interface IdPoolOptions {
  * a round trip (before the transaction). A fetch asks for the shortfall plus a block that grows with
  * the largest demand seen, so a steady workload stops fetching.
  */
+/** One fetch of ids: how many per table, and the round trips it cost. */
+export interface Fetch {
+  readonly counts: ReadonlyMap<string, number>
+  readonly roundTrips: number
+}
+
 export class IdPool {
   private readonly pools = new Map<EntityMeta, string[]>()
   private readonly largestDemand = new Map<EntityMeta, number>()
   private readonly blockSize: number
 
   constructor(
-    private readonly fetch: (requests: readonly IdRequest[]) => Promise<string[][]>,
+    private readonly fetch: (requests: readonly IdRequest[]) => Promise<IdBlocks>,
     options: IdPoolOptions = {},
   ) {
     this.blockSize = options.blockSize ?? 256
@@ -28,8 +35,8 @@ export class IdPool {
    * Takes `count` ids per entity. Resolves with the ids and the number of fetches it waited on
    * (0 in steady state). Concurrent flushes may drain what a fetch brought, hence the bounded loop.
    */
-  async take(counts: ReadonlyMap<EntityMeta, number>): Promise<{ ids: Map<EntityMeta, string[]>; fetched: Map<string, number>[] }> {
-    const fetched: Map<string, number>[] = []
+  async take(counts: ReadonlyMap<EntityMeta, number>): Promise<{ ids: Map<EntityMeta, string[]>; fetched: Fetch[] }> {
+    const fetched: Fetch[] = []
     for (let attempt = 0; attempt < 5; attempt++) {
       const requests: { meta: EntityMeta; count: number }[] = []
       for (const [meta, count] of counts) {
@@ -41,8 +48,8 @@ export class IdPool {
       }
       if (requests.length === 0) return { ids: this.drain(counts), fetched }
       const blocks = await this.fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
-      requests.forEach((r, i) => this.give(r.meta, blocks[i]!))
-      fetched.push(new Map(requests.map((r) => [r.meta.table, r.count])))
+      requests.forEach((r, i) => this.give(r.meta, blocks.ids[i]!))
+      fetched.push({ counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips })
     }
     throw new Error('id pool: concurrent flushes kept draining the pool; raise blockSize')
   }

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest'
+import { planFlush } from '../../src/plan/planner.js'
+import { arrayLiteral } from '../../src/sql/array-literal.js'
+import { renderPlan } from '../../src/sql/render-write.js'
+import { renderFind } from '../../src/sql/render-select.js'
+import { bookstore } from '../support/bookstore.js'
+
+const Author = bookstore.meta('Author')
+const Book = bookstore.meta('Book')
+const Tag = bookstore.meta('Tag')
+const empty = { inserts: [], updates: [], deletes: [], linkAdds: [], linkRemoves: [] }
+
+describe('array literals', () => {
+  it('quotes every element so no text can change the array', () => {
+    expect(arrayLiteral(['a', null, 'NULL', 'x,y', '{}', 'say "hi"', 'back\\slash', ''])).toBe(
+      '{"a",NULL,"NULL","x,y","{}","say \\"hi\\"","back\\\\slash",""}',
+    )
+    expect(arrayLiteral([])).toBe('{}')
+  })
+})
+
+describe('write statements', () => {
+  it('render an insert whose text does not depend on the row count', () => {
+    const one = renderPlan(planFlush({ ...empty, inserts: [{ entity: Tag, id: '1', values: ['a'] }] }, bookstore.insertOrder))
+    const two = renderPlan(
+      planFlush({ ...empty, inserts: [{ entity: Tag, id: '1', values: ['a'] }, { entity: Tag, id: '2', values: ['b'] }] }, bookstore.insertOrder),
+    )
+    expect(one[0]![0]!.text).toBe('insert into "tag" ("id", "name") select * from unnest($1::int8[], $2::text[])')
+    expect(two[0]![0]!.text).toBe(one[0]![0]!.text)
+    expect(two[0]![0]!.params).toEqual(['{"1","2"}', '{"a","b"}'])
+  })
+
+  it('render an update that sets only the fields each row changed', () => {
+    const statement = renderPlan(
+      planFlush(
+        {
+          ...empty,
+          updates: [
+            { entity: Author, id: '7', changed: new Map([[0, 'Ann']]) },
+            { entity: Author, id: '8', changed: new Map([[1, null]]) },
+          ],
+        },
+        bookstore.insertOrder,
+      ),
+    )[0]![0]!
+    expect(statement.text).toBe(
+      'update "author" as t set ' +
+        '"name" = case when d.s1 then d.v1 else t."name" end, ' +
+        '"email" = case when d.s2 then d.v2 else t."email" end, ' +
+        '"rating" = case when d.s3 then d.v3 else t."rating" end, ' +
+        '"created_at" = case when d.s4 then d.v4 else t."created_at" end ' +
+        'from unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $8::timestamptz[], $9::bool[]) ' +
+        'as d(k, v1, s1, v2, s2, v3, s3, v4, s4) where t."id" = d.k',
+    )
+    expect(statement.params).toEqual(['{"7","8"}', '{"Ann",NULL}', '{t,f}', '{NULL,NULL}', '{f,t}', '{NULL,NULL}', '{f,f}', '{NULL,NULL}', '{f,f}'])
+  })
+
+  it('order inserts parents first, then links, updates, link deletes, and deletes children first', () => {
+    const link = Book.manyToMany[0]!
+    const plan = planFlush(
+      {
+        inserts: [
+          { entity: Book, id: '2', values: ['t', null, 'draft', null, '1'] },
+          { entity: Author, id: '1', values: ['a', null, '0', '2026-01-01T00:00:00.000Z'] },
+        ],
+        updates: [{ entity: Tag, id: '5', changed: new Map([[0, 'x']]) }],
+        deletes: [
+          { entity: Author, id: '9' },
+          { entity: Book, id: '8' },
+        ],
+        linkAdds: [
+          { link, owner: '2', target: '5' },
+          { link, owner: '2', target: '5' },
+        ],
+        linkRemoves: [{ link, owner: '3', target: '5' }],
+      },
+      bookstore.insertOrder,
+    )
+    expect(plan.waves).toHaveLength(1)
+    expect(plan.waves[0]!.ops.map((op) => `${op.kind} ${'entity' in op ? op.entity.table : op.link.table}`)).toEqual([
+      'insert author',
+      'insert book',
+      'link-insert book_tag',
+      'update tag',
+      'link-delete book_tag',
+      'link-purge book_tag',
+      'delete book',
+      'delete author',
+    ])
+    const linkInsert = renderPlan(plan)[0]![2]!
+    expect(linkInsert.text).toBe('insert into "book_tag" ("book_id", "tag_id") select * from unnest($1::int8[], $2::int8[]) on conflict do nothing')
+    expect(linkInsert.params).toEqual(['{"2"}', '{"5"}'])
+  })
+
+  it('plan nothing for no changes', () => {
+    expect(planFlush(empty, bookstore.insertOrder).waves).toEqual([])
+  })
+})
+
+describe('select statements', () => {
+  it('bind every value and cast it to the column type', () => {
+    const s = renderFind(
+      Book,
+      [
+        { column: '"title"', sqlType: 'text', op: 'like', value: "O'Brien%" },
+        { column: '"author_id"', sqlType: 'int8', op: 'in', values: ['1', '2'] },
+        { column: '"pages"', op: 'is null' },
+      ],
+      { orderBy: [['"title"', 'desc']], limit: 5 },
+    )
+    expect(s.text).toBe(
+      'select t."id", t."title", t."pages", t."status", t."meta"::text, t."author_id" from "book" as t ' +
+        'where t."title" like $1::text and t."author_id" = any($2::int8[]) and t."pages" is null order by t."title" desc limit $3::int8',
+    )
+    expect(s.params).toEqual(["O'Brien%", '{"1","2"}', '5'])
+  })
+})
