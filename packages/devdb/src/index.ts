@@ -1,4 +1,3 @@
-import './provided-context.js'
 export { freePort } from './free-port.js'
 export { startDatabase, type Database, type StartDatabaseOptions } from './postgres.js'
 export { startToxiproxy, type StartToxiproxyOptions, type ToxiproxyServer } from './toxiproxy.js'

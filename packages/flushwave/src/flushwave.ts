@@ -11,7 +11,7 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly sql: Sql
   /** Called with every statement and its parameters, for debugging. */
   readonly onQuery?: (event: QueryEvent) => void
-  /** Sequence ids fetched ahead per table beyond a flush's need (default 256). */
+  /** Spare sequence ids fetched with a table's first shortfall (default 256; doubles with each later one). */
   readonly idBlockSize?: number
 }
 

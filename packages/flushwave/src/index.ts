@@ -1,5 +1,5 @@
 export { flushwave, Flushwave, type FlushwaveOptions } from './flushwave.js'
-export { t, type OnDelete } from './schema/builders.js'
+export { t, type Column, type Id, type IdStrategy, type ManyToMany, type ManyToOne, type OnDelete, type OneToMany, type Timestamp } from './schema/builders.js'
 export { defineSchema, entity, Schema, type EntityDef, type SchemaDefs } from './schema/define.js'
 export { createTablesSql, dropTablesSql } from './schema/ddl.js'
 export type { AnyEntity, Comparison, CreateInput, Entity, EntityName, EntityOf, IdOf, OrderBy, RelationName, Where } from './schema/infer.js'

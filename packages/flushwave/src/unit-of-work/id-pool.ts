@@ -1,17 +1,21 @@
+import { FlushwaveError } from '../errors.js'
 import type { EntityMeta } from '../schema/meta.js'
 import type { IdBlocks } from '../drivers/executor.js'
 import type { IdRequest } from '../sql/render-ids.js'
 
+/** A fetch never asks for more spare ids than this per table. */
+const MAX_BLOCK = 65_536
+
 export interface IdPoolOptions {
-  /** Ids fetched beyond the need of the flush that runs short (default 256). */
+  /** Spare ids fetched with the first shortfall of a table (default 256); doubles with each later one. */
   readonly blockSize?: number
 }
 
 /**
  * Sequence values fetched ahead, shared by every EntityManager of one Flushwave instance, like
  * Hibernate's pooled optimizer: a flush takes ids from the pool and only a pool that runs short costs
- * a round trip (before the transaction). A fetch asks for the shortfall plus a block that grows with
- * the largest demand seen, so a steady workload stops fetching.
+ * a round trip (before the transaction). Each shortfall fetches what is missing plus a block, and
+ * doubles that table's block, so a steady workload soon stops fetching at all.
  */
 /** One fetch of ids: how many per table, and the round trips it cost. */
 export interface Fetch {
@@ -21,7 +25,7 @@ export interface Fetch {
 
 export class IdPool {
   private readonly pools = new Map<EntityMeta, string[]>()
-  private readonly largestDemand = new Map<EntityMeta, number>()
+  private readonly blocks = new Map<EntityMeta, number>()
   private readonly blockSize: number
 
   constructor(
@@ -42,16 +46,16 @@ export class IdPool {
       for (const [meta, count] of counts) {
         const have = this.pools.get(meta)?.length ?? 0
         if (have >= count) continue
-        const demand = Math.max(count, this.largestDemand.get(meta) ?? 0)
-        this.largestDemand.set(meta, demand)
-        requests.push({ meta, count: count - have + Math.max(this.blockSize, 2 * demand) })
+        const block = this.blocks.get(meta) ?? this.blockSize
+        this.blocks.set(meta, Math.min(block * 2, MAX_BLOCK))
+        requests.push({ meta, count: count - have + block })
       }
       if (requests.length === 0) return { ids: this.drain(counts), fetched }
       const blocks = await this.fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
       requests.forEach((r, i) => this.give(r.meta, blocks.ids[i]!))
       fetched.push({ counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips })
     }
-    throw new Error('id pool: concurrent flushes kept draining the pool; raise blockSize')
+    throw new FlushwaveError('id pool: concurrent flushes kept draining the pool; raise idBlockSize')
   }
 
   /** Returns ids of a flush that rolled back, so they are used next (they were never committed). */

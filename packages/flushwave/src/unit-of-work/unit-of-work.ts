@@ -110,7 +110,7 @@ export class UnitOfWork implements CollectionFactory {
   /** The entity's state, after checking that it belongs to this unit of work. */
   own(entity: unknown): EntityState {
     const state = typeof entity === 'object' && entity !== null ? stateOf(entity) : undefined
-    if (!state) throw new EntityStateError('expected an entity object')
+    if (!state) throw new EntityStateError(`expected an entity, got ${entity === null ? 'null' : typeof entity}`)
     if (state.owner !== this) throw new EntityStateError(`${label(state)} belongs to another EntityManager`)
     return state
   }

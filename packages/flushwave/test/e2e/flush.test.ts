@@ -201,3 +201,27 @@ describe('flush', () => {
     expect(Number(row!.author_id)).toBe(b.id)
   })
 })
+
+describe('client-made ids', () => {
+  it('gives uuid v7 ids at create time and needs no allocation', async () => {
+    const { defineSchema, entity, t } = await import('../../src/index.js')
+    const schema = defineSchema({
+      Note: entity('note', { id: t.uuidId(), text: t.text(), parent: t.manyToOne('Note').nullable() }),
+    })
+    const notes = await testDatabase(schema, { name: 'uuid' })
+    try {
+      const em = notes.orm.em()
+      const root = em.create('Note', { text: 'root' })
+      const child = em.create('Note', { text: 'child', parent: root })
+      expect(root.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+      const result = await em.flush()
+      expect(result.plan.preparation).toEqual([])
+      expect(notes.queries.map((q) => q.phase)).toEqual(['write'])
+      const [row] = await notes.sql`select parent_id from note where id = ${child.id}`
+      expect(row!.parent_id).toBe(root.id)
+      expect(await notes.orm.em().load('Note', child.id)).toMatchObject({ text: 'child' })
+    } finally {
+      await notes.close()
+    }
+  })
+})

@@ -1,4 +1,5 @@
 import { createTestSchema, searchPathOptions } from 'devdb'
+import type {} from 'devdb/vitest' // types inject('databaseUrl')
 import postgres from 'postgres'
 import { inject } from 'vitest'
 import { createTablesSql, flushwave, type Flushwave, type QueryEvent, type Schema, type SchemaDefs } from '../../src/index.js'
