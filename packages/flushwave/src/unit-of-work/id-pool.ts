@@ -43,16 +43,18 @@ export class IdPool {
     const fetched: Fetch[] = []
     for (let attempt = 0; attempt < 5; attempt++) {
       const requests: { meta: EntityMeta; count: number }[] = []
+      if (![...counts].some(([meta, count]) => this.have(meta) < count)) return { ids: this.drain(counts), fetched }
+      // One table is short: top up, in the same statement, every table of this flush that would
+      // drop below half its block, so tables do not each cost a round trip at different times.
       for (const [meta, count] of counts) {
-        const have = this.pools.get(meta)?.length ?? 0
-        if (have >= count) continue
         const block = this.blocks.get(meta) ?? this.blockSize
+        const have = this.have(meta)
+        if (have - count >= block / 2) continue
         this.blocks.set(meta, Math.min(block * 2, MAX_BLOCK))
-        requests.push({ meta, count: count - have + block })
+        requests.push({ meta, count: Math.max(0, count - have) + block })
       }
-      if (requests.length === 0) return { ids: this.drain(counts), fetched }
       const blocks = await this.fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
-      requests.forEach((r, i) => this.give(r.meta, blocks.ids[i]!))
+      requests.forEach((r, i) => this.pools.set(r.meta, this.pools.get(r.meta)?.concat(blocks.ids[i]!) ?? [...blocks.ids[i]!]))
       fetched.push({ counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips })
     }
     throw new FlushwaveError('id pool: concurrent flushes kept draining the pool; raise idBlockSize')
@@ -60,9 +62,11 @@ export class IdPool {
 
   /** Returns ids of a flush that rolled back, so they are used next (they were never committed). */
   give(meta: EntityMeta, ids: readonly string[]): void {
-    const pool = this.pools.get(meta)
-    if (pool) pool.unshift(...ids)
-    else this.pools.set(meta, [...ids])
+    this.pools.set(meta, ids.concat(this.pools.get(meta) ?? []))
+  }
+
+  private have(meta: EntityMeta): number {
+    return this.pools.get(meta)?.length ?? 0
   }
 
   private drain(counts: ReadonlyMap<EntityMeta, number>): Map<EntityMeta, string[]> {
