@@ -37,7 +37,8 @@ const classes: Record<string, typeof FlushError> = {
 export function flushError(error: ServerError, op: Op | undefined): FlushError {
   const failure: StatementFailure = {
     code: error.code,
-    table: error.table_name ?? (op ? tableOf(op) : 'unknown'),
+    // The table the failed statement wrote; the server's table_name may be the other side of an FK.
+    table: op ? tableOf(op) : (error.table_name ?? 'unknown'),
     entity: op ? entityOf(op) : undefined,
     constraint: error.constraint_name,
     detail: error.detail,

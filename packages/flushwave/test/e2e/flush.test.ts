@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { InvalidValueError, UniqueViolationError, type FlushResult } from '../../src/index.js'
+import { ForeignKeyViolationError, InvalidValueError, NotLoadedError, UniqueViolationError, type FlushResult } from '../../src/index.js'
 import { bookstore, type Author } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 
@@ -185,6 +185,62 @@ describe('flush', () => {
     expect(() => em.create('Author', { name: 'x', nope: 1 } as never)).toThrow(/nope/)
     expect(() => em.create('Book', { title: 'no author' } as never)).toThrow(/author: is required/)
     expect(db.queries).toEqual([])
+  })
+
+  it('names the entity of a foreign-key violation and rolls back everything else', async () => {
+    const em = db.orm.em()
+    const author = em.create('Author', { name: 'parent' })
+    em.create('Book', { title: 'child', author })
+    await em.flush()
+
+    const em2 = db.orm.em()
+    const loaded = await em2.load('Author', author.id)
+    loaded.name = 'renamed in the failed flush'
+    em2.remove(loaded)
+    const error = await em2.flush().catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ForeignKeyViolationError)
+    expect(error).toMatchObject({ code: '23503', table: 'author', entity: 'Author', constraint: 'book_author_id_fkey' })
+    const [row] = await db.sql`select name from author where id = ${author.id}`
+    expect(row!.name).toBe('parent')
+  })
+
+  it('updates and removes rows by reference without reading them', async () => {
+    const em = db.orm.em()
+    const a = em.create('Author', { name: 'by ref' })
+    const b = em.create('Author', { name: 'gone by ref' })
+    await em.flush()
+
+    const em2 = db.orm.em()
+    db.queries.length = 0
+    const ref = em2.ref('Author', a.id)
+    expect(() => ref.name).toThrow(NotLoadedError)
+    ref.email = 'ref@example.com'
+    em2.remove(em2.ref('Author', b.id))
+    const result = await em2.flush()
+    expect(db.queries.map((q) => q.phase)).toEqual(['write', 'write'])
+    expect(result.updated).toEqual({ author: 1 })
+    expect(result.deleted).toEqual({ author: 1 })
+    const rows = await db.sql`select name, email from author where id in ${db.sql([a.id, b.id])}`
+    expect(rows).toEqual([{ name: 'by ref', email: 'ref@example.com' }])
+    // Loading the row later keeps the value set on the reference.
+    const loaded = await em2.load('Author', a.id)
+    expect(loaded).toBe(ref)
+    expect(loaded.name).toBe('by ref')
+  })
+
+  it('loads the references of many entities with one query', async () => {
+    const em = db.orm.em()
+    const authors = Array.from({ length: 4 }, (_, i) => em.create('Author', { name: `batch ${i}` }))
+    const books = authors.map((author, i) => em.create('Book', { title: `batch book ${i}`, author }))
+    await em.flush()
+
+    const em2 = db.orm.em()
+    const loaded = await em2.find('Book', { id: { in: books.map((b) => b.id) } })
+    expect(loaded.every((b) => !em2.isLoaded(b.author))).toBe(true)
+    db.queries.length = 0
+    await em2.populate(loaded, 'author')
+    expect(db.queries).toHaveLength(1)
+    expect(loaded.map((b) => b.author.name).sort()).toEqual(['batch 0', 'batch 1', 'batch 2', 'batch 3'])
   })
 
   it('moves a book to another author through the collections', async () => {
