@@ -3,7 +3,7 @@
  * each flush sent and how many round trips it waited on. `pnpm demo` from the repository root.
  */
 import { proxyDatabase, startDatabase, startToxiproxy } from 'devdb'
-import { createTablesSql, flushwave, type EntityManager, type FlushResult } from 'flushwave'
+import { createTablesSql, flushwave, tcpNoDelay, type EntityManager, type FlushResult } from 'flushwave'
 import postgres from 'postgres'
 import { schema } from './schema.js'
 
@@ -12,7 +12,7 @@ const latencyMs = Number(process.env.LATENCY_MS ?? 10)
 const db = await startDatabase()
 const toxi = await startToxiproxy()
 const proxy = await proxyDatabase(toxi, db, { name: 'quickstart' })
-const sql = postgres(proxy.url, { max: 1, onnotice: () => {} })
+const sql = postgres(proxy.url, { ...tcpNoDelay, max: 1, onnotice: () => {} })
 
 try {
   await sql.unsafe('drop table if exists book_tag, review, book, tag, author')

@@ -2,7 +2,7 @@ import { createTestSchema, searchPathOptions } from 'devdb'
 import type {} from 'devdb/vitest' // types inject('databaseUrl')
 import postgres from 'postgres'
 import { inject } from 'vitest'
-import { createTablesSql, flushwave, type Flushwave, type QueryEvent, type Schema, type SchemaDefs } from '../../src/index.js'
+import { createTablesSql, flushwave, tcpNoDelay, type Flushwave, type QueryEvent, type Schema, type SchemaDefs } from '../../src/index.js'
 
 export interface TestDatabase<D extends SchemaDefs> {
   readonly sql: postgres.Sql
@@ -21,7 +21,7 @@ export async function testDatabase<D extends SchemaDefs>(
 ): Promise<TestDatabase<D>> {
   const url = options.url ?? inject('databaseUrl')
   const ns = await createTestSchema(inject('databaseUrl'), options.name ?? 'fw')
-  const sql = postgres(url, { max: options.max ?? 1, onnotice: () => {}, ...searchPathOptions(ns.name) })
+  const sql = postgres(url, { ...tcpNoDelay, max: options.max ?? 1, onnotice: () => {}, ...searchPathOptions(ns.name) })
   for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
   const queries: QueryEvent[] = []
   const orm = flushwave({ schema, sql, onQuery: (e) => queries.push(e) })
