@@ -1,0 +1,179 @@
+import type postgres from 'postgres'
+import { graph, graphRows } from './data.js'
+import { allTables, mixedTable } from './schema.js'
+import type { Series, UnitOfWork } from './series/types.js'
+
+/**
+ * A scenario seeds what it needs through the admin connection (straight to PostgreSQL, untimed),
+ * lets the series load and build its unit of work (untimed), and after a run can verify what the
+ * unit of work wrote, so a series that silently does less fails loudly.
+ */
+export interface Scenario {
+  readonly name: ScenarioName
+  readonly size: number
+  /** Untimed: seed rows, then let the series prepare. */
+  prepare(admin: postgres.Sql, series: Series, marker: string): Promise<Prepared>
+}
+
+export interface Prepared {
+  readonly run: UnitOfWork
+  /** Throws unless the database holds what `run` had to write. */
+  verify(admin: postgres.Sql): Promise<void>
+}
+
+export type ScenarioName = 'bulkCreate' | 'bulkUpdate' | 'mixedFlush' | 'deleteGraph' | 'cpuFlush' | 'noopFlush'
+
+export function scenario(name: ScenarioName, size: number): Scenario {
+  const prepare = {
+    bulkCreate: prepareBulkCreate,
+    bulkUpdate: prepareBulkUpdate,
+    mixedFlush: prepareMixedFlush,
+    deleteGraph: prepareDeleteGraph,
+    cpuFlush: (admin: postgres.Sql, series: Series, marker: string) => prepareCpu(admin, series, marker, size, true),
+    noopFlush: (admin: postgres.Sql, series: Series, marker: string) => prepareCpu(admin, series, marker, size, false),
+  }[name]
+  return { name, size, prepare: (admin, series, marker) => prepare(admin, series, marker, size) }
+}
+
+/** Empties every table (ids keep counting: pooled sequence values stay valid). */
+export async function truncateAll(admin: postgres.Sql): Promise<void> {
+  await admin.unsafe(`truncate ${allTables().join(', ')}`)
+}
+
+async function prepareBulkCreate(admin: postgres.Sql, series: Series, marker: string, size: number): Promise<Prepared> {
+  await truncateAll(admin)
+  const g = graph(size, marker)
+  return {
+    run: await series.bulkCreate(g),
+    verify: async (admin) => expectCounts(admin, graphRows(g)),
+  }
+}
+
+async function prepareBulkUpdate(admin: postgres.Sql, series: Series, marker: string): Promise<Prepared> {
+  await truncateAll(admin)
+  const ids = await seedGraph(admin, 10, marker)
+  const t01Ids = await insertIds(admin, mixedTable(1), 10, marker)
+  const seed = {
+    authorIds: ids.authorIds,
+    bookIds: ids.bookIds.slice(0, 10),
+    reviewIds: ids.reviewIds.slice(0, 10),
+    tagIds: ids.tagIds.slice(0, 10),
+    t01Ids,
+    firstName: `F-${marker}`,
+    title: `T-${marker}`,
+    pages: 999,
+    rating: 5,
+    tagPrefix: `N-${marker}-`,
+    value: 7,
+  }
+  const run = await series.bulkUpdate(seed)
+  return {
+    run,
+    verify: async (admin) => {
+      await expectQuery(admin, `select count(*)::int as n from author where first_name = $1`, [seed.firstName], 10)
+      await expectQuery(admin, `select count(*)::int as n from book where title = $1 and pages = 999`, [seed.title], 10)
+      await expectQuery(admin, `select count(*)::int as n from book_review where rating = 5`, [], 10)
+      await expectQuery(admin, `select count(*)::int as n from tag where name like $1`, [`${seed.tagPrefix}%`], 10)
+      await expectQuery(admin, `select count(*)::int as n from t01 where value = 7`, [], 10)
+    },
+  }
+}
+
+async function prepareMixedFlush(admin: postgres.Sql, series: Series, marker: string, size: number): Promise<Prepared> {
+  const tables = Array.from({ length: size }, (_, i) => mixedTable(i + 1))
+  await admin.unsafe(`truncate ${tables.join(', ')}`)
+  const updateIds: number[] = []
+  const deleteIds: number[] = []
+  for (const table of tables) {
+    const [a, b] = await insertIds(admin, table, 2, marker)
+    updateIds.push(a!)
+    deleteIds.push(b!)
+  }
+  const seed = { tables, updateIds, deleteIds, insertName: `M-${marker}`, updateValue: 42 }
+  return {
+    run: await series.mixedFlush(seed),
+    verify: async (admin) => {
+      for (const [i, table] of tables.entries()) {
+        await expectQuery(admin, `select count(*)::int as n from ${table} where name = $1 and value = 1`, [seed.insertName], 1)
+        await expectQuery(admin, `select count(*)::int as n from ${table} where id = $1 and value = 42`, [updateIds[i]], 1)
+        await expectQuery(admin, `select count(*)::int as n from ${table} where id = $1`, [deleteIds[i]], 0)
+      }
+    },
+  }
+}
+
+async function prepareDeleteGraph(admin: postgres.Sql, series: Series, marker: string): Promise<Prepared> {
+  await truncateAll(admin)
+  const ids = await seedGraph(admin, 1, marker)
+  const authorId = ids.authorIds[0]!
+  return {
+    run: await series.deleteGraph({ authorId }),
+    verify: async (admin) => {
+      await expectCounts(admin, { author: 0, book: 0, book_review: 0, book_tag: 0, tag: ids.tagIds.length })
+    },
+  }
+}
+
+async function prepareCpu(admin: postgres.Sql, series: Series, marker: string, size: number, dirty: boolean): Promise<Prepared> {
+  const table = mixedTable(2)
+  await admin.unsafe(`truncate ${table}`)
+  const ids = await insertIds(admin, table, size, marker)
+  const seed = { table, ids }
+  return {
+    run: await (dirty ? series.cpuFlush(seed) : series.noopFlush(seed)),
+    verify: async (admin) => expectQuery(admin, `select count(*)::int as n from ${table} where value = $1`, [dirty ? 1 : 0], size),
+  }
+}
+
+/** Inserts n rows (value 0) and returns their ids in order. */
+async function insertIds(admin: postgres.Sql, table: string, n: number, marker: string): Promise<number[]> {
+  const rows = await admin.unsafe(
+    `insert into ${table} (name, value) select $1 || '-' || i, 0 from generate_series(1, $2::int) i returning id`,
+    [marker, n],
+  )
+  return rows.map((r) => Number(r.id))
+}
+
+/** Seeds n author graphs with plain SQL; ids in insertion order. */
+export async function seedGraph(admin: postgres.Sql, n: number, marker: string) {
+  const g = graph(n, `seed-${marker}`)
+  const authorIds = (
+    await admin.unsafe('insert into author (first_name, last_name, email) select * from unnest($1::text[], $2::text[], $3::text[]) returning id', [
+      g.authors.map((a) => a.firstName),
+      g.authors.map((a) => a.lastName),
+      g.authors.map((a) => a.email),
+    ] as never[])
+  ).map((r) => Number(r.id))
+  const bookIds = (
+    await admin.unsafe('insert into book (title, pages, author_id) select * from unnest($1::text[], $2::int4[], $3::int8[]) returning id', [
+      g.books.map((b) => b.title),
+      g.books.map((b) => b.pages),
+      g.books.map((b) => authorIds[b.author]!),
+    ] as never[])
+  ).map((r) => Number(r.id))
+  const reviewIds = (
+    await admin.unsafe('insert into book_review (rating, text, book_id) select * from unnest($1::int4[], $2::text[], $3::int8[]) returning id', [
+      g.reviews.map(() => 1),
+      g.reviews.map((r) => r.text),
+      g.reviews.map((r) => bookIds[r.book]!),
+    ] as never[])
+  ).map((r) => Number(r.id))
+  const tagIds = (await admin.unsafe('insert into tag (name) select * from unnest($1::text[]) returning id', [g.tags.map((t) => t.name)] as never[])).map((r) =>
+    Number(r.id),
+  )
+  await admin.unsafe('insert into book_tag (book_id, tag_id) select * from unnest($1::int8[], $2::int8[])', [
+    g.bookTags.map((l) => bookIds[l.book]!),
+    g.bookTags.map((l) => tagIds[l.tag]!),
+  ] as never[])
+  return { authorIds, bookIds, reviewIds, tagIds }
+}
+
+async function expectCounts(admin: postgres.Sql, expected: Record<string, number>): Promise<void> {
+  for (const [table, n] of Object.entries(expected)) await expectQuery(admin, `select count(*)::int as n from ${table}`, [], n)
+}
+
+async function expectQuery(admin: postgres.Sql, text: string, params: unknown[], expected: number): Promise<void> {
+  const [row] = await admin.unsafe(text, params as never[])
+  const n = Number(row?.n)
+  if (n !== expected) throw new Error(`verification failed: ${text} [${params.join(', ')}] = ${n}, expected ${expected}`)
+}

@@ -1,0 +1,29 @@
+import { PostgresJsExecutor, type Executor } from 'flushwave'
+import type postgres from 'postgres'
+import { flushwaveSeries } from './flushwave.js'
+
+/**
+ * The same plan, sent the way Joist and most pipelining code do: inside `sql.begin`, each wave as
+ * a `Promise.all`. postgres.js awaits BEGIN before the callback and COMMIT after it: 3 round trips.
+ */
+function beginExecutor(sql: postgres.Sql): Executor {
+  const base = new PostgresJsExecutor(sql)
+  return {
+    read: (statement) => base.read(statement),
+    nextIds: (requests) => base.nextIds(requests),
+    async write(waves) {
+      const rowCounts: number[][] = []
+      await sql.begin(async (tx) => {
+        for (const wave of waves) {
+          const results = await Promise.all(
+            wave.map((s) => tx.unsafe(s.text, s.params.map((p) => tx.typed(p as never, 25)) as never[], { prepare: true })),
+          )
+          rowCounts.push(results.map((r) => r.count))
+        }
+      })
+      return { rowCounts, roundTrips: 2 + waves.length, coldStatements: 0 }
+    },
+  }
+}
+
+export const series = flushwaveSeries('flushwave-begin', beginExecutor)

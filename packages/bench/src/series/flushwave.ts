@@ -1,0 +1,158 @@
+import { defineSchema, entity, flushwave, t, tcpNoDelay, type Executor, type EntityManager } from 'flushwave'
+import postgres from 'postgres'
+import { mixedTable, MIXED_TABLES } from '../schema.js'
+import type { Series, SeriesFactory } from './types.js'
+
+// prettier-ignore
+const MIXED = ['T01', 'T02', 'T03', 'T04', 'T05', 'T06', 'T07', 'T08', 'T09', 'T10', 'T11', 'T12', 'T13', 'T14', 'T15', 'T16', 'T17', 'T18', 'T19', 'T20'] as const
+type Mixed = (typeof MIXED)[number]
+function mixedEntities() {
+  const out = {} as Record<Mixed, ReturnType<typeof mixedEntity>>
+  MIXED.slice(0, MIXED_TABLES).forEach((name, i) => (out[name] = mixedEntity(mixedTable(i + 1))))
+  return out
+}
+function mixedEntity(table: string) {
+  return entity(table, { id: t.id(), name: t.text(), value: t.integer(), updatedAt: t.timestamptz().defaultNow() })
+}
+
+/** Flushwave's schema for the benchmark tables. */
+export const benchSchema = defineSchema({
+  Author: entity('author', {
+    id: t.id(),
+    firstName: t.text(),
+    lastName: t.text(),
+    email: t.text().unique(),
+    createdAt: t.timestamptz().defaultNow(),
+    updatedAt: t.timestamptz().defaultNow(),
+    books: t.oneToMany('Book', 'author'),
+  }),
+  Book: entity('book', {
+    id: t.id(),
+    title: t.text(),
+    author: t.manyToOne('Author'),
+    published: t.timestamptz().nullable(),
+    pages: t.integer().default(0),
+    createdAt: t.timestamptz().defaultNow(),
+    updatedAt: t.timestamptz().defaultNow(),
+    reviews: t.oneToMany('BookReview', 'book'),
+    tags: t.manyToMany('Tag', { table: 'book_tag' }),
+  }),
+  BookReview: entity('book_review', {
+    id: t.id(),
+    book: t.manyToOne('Book'),
+    rating: t.integer(),
+    text: t.text().nullable(),
+    createdAt: t.timestamptz().defaultNow(),
+    updatedAt: t.timestamptz().defaultNow(),
+  }),
+  Tag: entity('tag', {
+    id: t.id(),
+    name: t.text().unique(),
+    createdAt: t.timestamptz().defaultNow(),
+    updatedAt: t.timestamptz().defaultNow(),
+  }),
+  ...mixedEntities(),
+})
+
+type Defs = typeof benchSchema.defs
+type Em = EntityManager<Defs>
+const mixedName = (table: string) => table.toUpperCase() as Mixed
+
+/** Flushwave as designed: one pipeline from BEGIN to COMMIT. */
+export const series: SeriesFactory = flushwaveSeries('flushwave')
+
+/** The unit of work on Flushwave; `executor` swaps how the plan is sent (flushwave-begin). */
+export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => Executor): SeriesFactory {
+  return {
+    name,
+    async open(url) {
+      // As Flushwave recommends: TCP_NODELAY, so a pipeline's later pieces never wait for an ACK.
+      const sql = postgres(url, { ...tcpNoDelay, max: 1, onnotice: () => {} })
+      await sql`select 1` // connect now, not in the first timed unit of work
+      const orm = flushwave({ schema: benchSchema, sql, ...(executor ? { executor: executor(sql) } : {}) } as never) as ReturnType<typeof flushwave<Defs>>
+      return flushwaveUnitsOfWork(() => orm.em(), () => sql.end())
+    },
+  }
+}
+
+function flushwaveUnitsOfWork(em: () => Em, close: () => Promise<void>): Series {
+  return {
+    async bulkCreate(g) {
+      return async () => {
+        const m = em()
+        const authors = g.authors.map((a) => m.create('Author', a))
+        const books = g.books.map((b) => m.create('Book', { title: b.title, pages: b.pages, author: authors[b.author]! }))
+        for (const r of g.reviews) m.create('BookReview', { rating: r.rating, text: r.text, book: books[r.book]! })
+        const tags = g.tags.map((x) => m.create('Tag', x))
+        for (const l of g.bookTags) books[l.book]!.tags.add(tags[l.tag]!)
+        await m.flush()
+      }
+    },
+    async bulkUpdate(seed) {
+      const m = em()
+      const [authors, books, reviews, tags, rows] = await Promise.all([
+        m.find('Author', { id: { in: seed.authorIds } }),
+        m.find('Book', { id: { in: seed.bookIds } }),
+        m.find('BookReview', { id: { in: seed.reviewIds } }),
+        m.find('Tag', { id: { in: seed.tagIds } }),
+        m.find('T01', { id: { in: seed.t01Ids } }),
+      ])
+      return async () => {
+        for (const a of authors) a.firstName = seed.firstName
+        for (const b of books) {
+          b.title = seed.title
+          b.pages = seed.pages
+        }
+        for (const r of reviews) r.rating = seed.rating
+        tags.forEach((x, i) => (x.name = `${seed.tagPrefix}${i}`))
+        for (const r of rows) r.value = seed.value
+        await m.flush()
+      }
+    },
+    async mixedFlush(seed) {
+      const m = em()
+      const loaded = await Promise.all(seed.tables.map((table, i) => m.find(mixedName(table), { id: { in: [seed.updateIds[i]!, seed.deleteIds[i]!] } })))
+      return async () => {
+        seed.tables.forEach((table, i) => {
+          m.create(mixedName(table), { name: seed.insertName, value: 1 })
+          for (const row of loaded[i]!) {
+            if (row.id === seed.updateIds[i]) row.value = seed.updateValue
+            else m.remove(row)
+          }
+        })
+        await m.flush()
+      }
+    },
+    async deleteGraph(seed) {
+      const m = em()
+      const author = await m.load('Author', seed.authorId)
+      await m.populate(author, 'books')
+      await m.populate(author.books.items, 'reviews', 'tags')
+      return async () => {
+        for (const book of author.books.items) {
+          for (const review of book.reviews.items) m.remove(review)
+          for (const tag of book.tags.items) book.tags.remove(tag)
+          m.remove(book)
+        }
+        m.remove(author)
+        await m.flush()
+      }
+    },
+    async cpuFlush(seed) {
+      const m = em()
+      const rows = await m.find(mixedName(seed.table), { id: { in: seed.ids } })
+      return async () => {
+        for (const row of rows) row.value = row.value + 1
+        await m.flush()
+      }
+    },
+    async noopFlush(seed) {
+      const m = em()
+      await m.find(mixedName(seed.table), { id: { in: seed.ids } })
+      return async () => {
+        await m.flush()
+      }
+    },
+    close,
+  }
+}

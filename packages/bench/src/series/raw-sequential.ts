@@ -1,0 +1,3 @@
+import { rawSeries } from './raw.js'
+
+export const series = rawSeries('raw-sequential', 'sequential')

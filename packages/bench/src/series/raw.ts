@@ -1,0 +1,121 @@
+import { tcpNoDelay } from 'flushwave'
+import postgres from 'postgres'
+import type { Graph } from '../data.js'
+import type { Series, SeriesFactory, UnitOfWork } from './types.js'
+
+/**
+ * Hand-written postgres.js SQL for the same rows: one statement per table and kind, ids allocated
+ * before the timed part. `pipelined` sends BEGIN, the statements and COMMIT on a reserved
+ * connection before awaiting anything (the floor: one round trip); `sequential` awaits each
+ * statement inside `sql.begin`, as most hand-written code does.
+ */
+export function rawSeries(name: string, mode: 'pipelined' | 'sequential'): SeriesFactory {
+  return {
+    name,
+    async open(url) {
+      // As Flushwave recommends: TCP_NODELAY, so a pipeline's later pieces never wait for an ACK.
+      const sql = postgres(url, { ...tcpNoDelay, max: 1, onnotice: () => {} })
+      await sql`select 1` // connect now, not in the first timed unit of work
+      const commit = mode === 'pipelined' ? pipelined(sql) : sequential(sql)
+      return rawUnitsOfWork(sql, commit)
+    },
+  }
+}
+
+/** Runs the statements built by `statements` in one transaction. */
+type Commit = (statements: (tx: postgres.Sql) => postgres.PendingQuery<postgres.Row[]>[]) => Promise<void>
+
+function pipelined(sql: postgres.Sql): Commit {
+  return async (statements) => {
+    const tx = await sql.reserve()
+    try {
+      const results = await Promise.allSettled([tx`begin`, ...statements(tx), tx`commit`])
+      const failed = results.find((r) => r.status === 'rejected')
+      if (failed) throw (failed as PromiseRejectedResult).reason
+    } finally {
+      tx.release()
+    }
+  }
+}
+
+function sequential(sql: postgres.Sql): Commit {
+  return async (statements) => {
+    await sql.begin(async (tx) => {
+      // Statements are lazy: each runs when awaited, one after another.
+      for (const statement of statements(tx as unknown as postgres.Sql)) await statement
+    })
+  }
+}
+
+function rawUnitsOfWork(sql: postgres.Sql, commit: Commit): Series {
+  const nextIds = async (table: string, n: number): Promise<number[]> => {
+    const rows = await sql`select nextval(pg_get_serial_sequence(${table}, 'id'))::int8 as id from generate_series(1, ${n}::int)`
+    return rows.map((r) => Number(r.id))
+  }
+  const work = (u: UnitOfWork) => u
+  return {
+    async bulkCreate(g: Graph) {
+      const [a, b, r, t] = await Promise.all([
+        nextIds('author', g.authors.length),
+        nextIds('book', g.books.length),
+        nextIds('book_review', g.reviews.length),
+        nextIds('tag', g.tags.length),
+      ])
+      return work(() =>
+        commit((tx) => [
+          tx`insert into author (id, first_name, last_name, email) select * from unnest(${a}::int8[], ${g.authors.map((x) => x.firstName)}::text[], ${g.authors.map((x) => x.lastName)}::text[], ${g.authors.map((x) => x.email)}::text[])`,
+          tx`insert into book (id, title, pages, author_id) select * from unnest(${b}::int8[], ${g.books.map((x) => x.title)}::text[], ${g.books.map((x) => x.pages)}::int4[], ${g.books.map((x) => a[x.author]!)}::int8[])`,
+          tx`insert into book_review (id, rating, text, book_id) select * from unnest(${r}::int8[], ${g.reviews.map((x) => x.rating)}::int4[], ${g.reviews.map((x) => x.text)}::text[], ${g.reviews.map((x) => b[x.book]!)}::int8[])`,
+          tx`insert into tag (id, name) select * from unnest(${t}::int8[], ${g.tags.map((x) => x.name)}::text[])`,
+          tx`insert into book_tag (book_id, tag_id) select * from unnest(${g.bookTags.map((x) => b[x.book]!)}::int8[], ${g.bookTags.map((x) => t[x.tag]!)}::int8[])`,
+        ]),
+      )
+    },
+    async bulkUpdate(s) {
+      const tagNames = s.tagIds.map((_, i) => `${s.tagPrefix}${i}`)
+      return work(() =>
+        commit((tx) => [
+          tx`update author set first_name = ${s.firstName} where id = any(${s.authorIds}::int8[])`,
+          tx`update book set title = ${s.title}, pages = ${s.pages} where id = any(${s.bookIds}::int8[])`,
+          tx`update book_review set rating = ${s.rating} where id = any(${s.reviewIds}::int8[])`,
+          tx`update tag set name = d.name from unnest(${s.tagIds}::int8[], ${tagNames}::text[]) as d(id, name) where tag.id = d.id`,
+          tx`update t01 set value = ${s.value} where id = any(${s.t01Ids}::int8[])`,
+        ]),
+      )
+    },
+    async mixedFlush(s) {
+      return work(() =>
+        commit((tx) =>
+          s.tables.flatMap((table, i) => [
+            tx`insert into ${tx(table)} (name, value) values (${s.insertName}, 1)`,
+            tx`update ${tx(table)} set value = ${s.updateValue} where id = ${s.updateIds[i]!}`,
+            tx`delete from ${tx(table)} where id = ${s.deleteIds[i]!}`,
+          ]),
+        ),
+      )
+    },
+    async deleteGraph(s) {
+      const books = (await sql`select id from book where author_id = ${s.authorId}`).map((r) => Number(r.id))
+      return work(() =>
+        commit((tx) => [
+          tx`delete from book_tag where book_id = any(${books}::int8[])`,
+          tx`delete from book_review where book_id = any(${books}::int8[])`,
+          tx`delete from book where id = any(${books}::int8[])`,
+          tx`delete from author where id = ${s.authorId}`,
+        ]),
+      )
+    },
+    async cpuFlush(s) {
+      const rows = await sql`select id, value from ${sql(s.table)} where id = any(${s.ids}::int8[])`
+      return work(() => {
+        const ids = rows.map((r) => Number(r.id))
+        const values = rows.map((r) => Number(r.value) + 1)
+        return commit((tx) => [tx`update ${tx(s.table)} as t set value = d.v from unnest(${ids}::int8[], ${values}::int4[]) as d(id, v) where t.id = d.id`])
+      })
+    },
+    async noopFlush() {
+      return work(async () => {})
+    },
+    close: () => sql.end(),
+  }
+}
