@@ -14,9 +14,12 @@ import type { Plan, Preparation } from './plan.js'
  */
 export function planFlush(changes: Changes, order: readonly EntityMeta[], preparation: readonly Preparation[] = []): Plan {
   const ops: Op[] = []
+  const inserts = byEntity(changes.inserts)
+  const updates = byEntity(changes.updates)
+  const deletes = byEntity(changes.deletes)
   for (const entity of order) {
-    const rows = changes.inserts.filter((r) => r.entity === entity)
-    if (rows.length > 0) ops.push(insertOp(entity, rows))
+    const rows = inserts.get(entity)
+    if (rows) ops.push(insertOp(entity, rows))
   }
   const links = order.flatMap((e) => e.manyToMany)
   for (const link of links) {
@@ -24,8 +27,8 @@ export function planFlush(changes: Changes, order: readonly EntityMeta[], prepar
     if (adds.length > 0) ops.push(linkOp('link-insert', link, adds))
   }
   for (const entity of order) {
-    const rows = changes.updates.filter((r) => r.entity === entity)
-    if (rows.length > 0) ops.push(updateOp(entity, rows))
+    const rows = updates.get(entity)
+    if (rows) ops.push(updateOp(entity, rows))
   }
   for (const link of links) {
     const removes = unique(changes.linkRemoves.filter((c) => c.link === link))
@@ -33,8 +36,8 @@ export function planFlush(changes: Changes, order: readonly EntityMeta[], prepar
     ops.push(...purgeOps(link, changes.deletes))
   }
   for (const entity of [...order].reverse()) {
-    const rows = changes.deletes.filter((r) => r.entity === entity)
-    if (rows.length > 0) ops.push(deleteOp(entity, rows))
+    const rows = deletes.get(entity)
+    if (rows) ops.push(deleteOp(entity, rows))
   }
   const waves = ops.length === 0 ? [] : [{ ops, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
   return Object.freeze({ waves, preparation })
@@ -90,4 +93,14 @@ function unique(changes: readonly LinkChange[]): LinkChange[] {
     seen.add(key)
     return true
   })
+}
+
+function byEntity<R extends { readonly entity: EntityMeta }>(rows: readonly R[]): Map<EntityMeta, R[]> {
+  const out = new Map<EntityMeta, R[]>()
+  for (const row of rows) {
+    const list = out.get(row.entity)
+    if (list) list.push(row)
+    else out.set(row.entity, [row])
+  }
+  return out
 }

@@ -88,10 +88,21 @@ export const boolean: ColumnType<boolean> = {
   selectExpr: plain,
 }
 
+// Entities created together mostly share a millisecond: remember the last one formatted.
+let lastTime = NaN
+let lastText = ''
+
 export const timestamptz: ColumnType<Date> = {
   sqlType: 'timestamptz',
   check: (v) => (v instanceof Date && !Number.isNaN(v.getTime()) ? undefined : 'expected a valid Date'),
-  toText: (v) => v.toISOString(),
+  toText: (v) => {
+    const time = v.getTime()
+    if (time !== lastTime) {
+      lastText = v.toISOString()
+      lastTime = time
+    }
+    return lastText
+  },
   fromDb: (raw) => (raw instanceof Date ? raw : new Date(String(raw))),
   // JSON output of timestamptz is ISO 8601 whatever the session's DateStyle.
   selectExpr: (c) => `to_json(${c}) #>> '{}'`,
@@ -110,7 +121,8 @@ export function jsonb<T>(): ColumnType<T> {
     sqlType: 'jsonb',
     check: (v) => {
       try {
-        return JSON.stringify(v) === undefined ? 'expected a JSON value' : noNul(JSON.stringify(v))
+        const json = JSON.stringify(v) as string | undefined
+        return json === undefined ? 'expected a JSON value' : noNul(json)
       } catch (error) {
         return `not serializable as JSON: ${(error as Error).message}`
       }

@@ -9,7 +9,7 @@ export function arrayLiteral(values: readonly Text[]): string {
   for (let i = 0; i < values.length; i++) {
     if (i > 0) out += ','
     const v = values[i]
-    out += v === null || v === undefined ? 'NULL' : '"' + v.replace(/[\\"]/g, '\\$&') + '"'
+    out += v === null || v === undefined ? 'NULL' : '"' + escape(v) + '"'
   }
   return out + '}'
 }
@@ -18,4 +18,9 @@ export function boolArrayLiteral(values: readonly boolean[]): string {
   let out = '{'
   for (let i = 0; i < values.length; i++) out += (i > 0 ? ',' : '') + (values[i] ? 't' : 'f')
   return out + '}'
+}
+
+/** Backslash-escapes quotes and backslashes; most values have neither, so look before replacing. */
+function escape(v: string): string {
+  return v.indexOf('"') < 0 && v.indexOf('\\') < 0 ? v : v.replace(/[\\"]/g, '\\$&')
 }

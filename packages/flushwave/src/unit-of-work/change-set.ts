@@ -95,7 +95,7 @@ export function computeChanges(map: IdentityMap, assigned: ReadonlyMap<HasState,
         written.set(entity, snapshot)
       }
     }
-    for (const collection of state.collections.values()) {
+    for (const collection of state.collections?.values() ?? []) {
       if (!(collection instanceof ManyToManyCollection)) continue
       if (collection.added.size + collection.removed.size === 0) continue
       const owner = idText(state, entity)

@@ -8,19 +8,24 @@ export interface CollectionFactory {
   collection(entity: HasState, prop: string): unknown
 }
 
-const prototypes = new WeakMap<EntityMeta, object>()
+type EntityClass = new (state: EntityState) => HasState
+const classes = new WeakMap<EntityMeta, EntityClass>()
 
-/** Makes an entity object: a plain object whose properties are accessors over its state. */
+/** Makes an entity object: its only own property is its state; its properties are accessors on a class per entity. */
 export function makeEntity(state: EntityState): HasState {
-  const entity = Object.create(prototypeFor(state.meta)) as HasState
-  Object.defineProperty(entity, STATE, { value: state })
-  return entity
+  let EntityClass = classes.get(state.meta)
+  if (!EntityClass) classes.set(state.meta, (EntityClass = classFor(state.meta)))
+  return new EntityClass(state)
 }
 
-function prototypeFor(meta: EntityMeta): object {
-  let proto = prototypes.get(meta)
-  if (proto) return proto
-  proto = Object.create(null) as object
+function classFor(meta: EntityMeta): EntityClass {
+  const EntityClass = class {
+    readonly [STATE]: EntityState
+    constructor(state: EntityState) {
+      this[STATE] = state
+    }
+  }
+  const proto = EntityClass.prototype as object
   Object.defineProperty(proto, meta.id.prop, {
     enumerable: true,
     get(this: HasState) {
@@ -59,8 +64,8 @@ function prototypeFor(meta: EntityMeta): object {
   Object.defineProperty(proto, 'toJSON', { value: toJSON })
   Object.defineProperty(proto, inspect.custom, { value: inspectEntity })
   Object.defineProperty(proto, Symbol.toStringTag, { value: meta.name })
-  prototypes.set(meta, proto)
-  return proto
+  Object.defineProperty(EntityClass, 'name', { value: meta.name })
+  return EntityClass
 }
 
 export function writable(state: EntityState): void {
@@ -71,23 +76,19 @@ export function writable(state: EntityState): void {
 
 /** Rejects a value its column cannot store, at the moment it is assigned. */
 export function checkValue(state: EntityState, field: FieldMeta, value: unknown): void {
-  const fail = (reason: string): never => {
-    throw new InvalidValueError(state.meta.name, field.prop, value, reason)
-  }
-  if (value === undefined) fail('undefined is not a value (use null for nullable properties)')
-  if (value === null) {
-    if (!field.nullable) fail('is not nullable')
-    return
-  }
-  if (field.ref) {
-    const target = stateOf(value as object)
-    if (!target || target.meta !== field.ref.target) fail(`expected a ${field.ref.target.name} entity`)
-    if (target!.owner !== state.owner) fail('the entity belongs to another EntityManager')
-    if (target!.status === 'removed' || target!.status === 'detached') fail(`${label(target!)} is ${target!.status}`)
-    return
-  }
-  const reason = field.type.check(value)
-  if (reason) fail(reason)
+  const reason = invalidity(state, field, value)
+  if (reason !== undefined) throw new InvalidValueError(state.meta.name, field.prop, value, reason)
+}
+
+function invalidity(state: EntityState, field: FieldMeta, value: unknown): string | undefined {
+  if (value === undefined) return 'undefined is not a value (use null for nullable properties)'
+  if (value === null) return field.nullable ? undefined : 'is not nullable'
+  if (!field.ref) return field.type.check(value)
+  const target = stateOf(value as object)
+  if (!target || target.meta !== field.ref.target) return `expected a ${field.ref.target.name} entity`
+  if (target.owner !== state.owner) return 'the entity belongs to another EntityManager'
+  if (target.status === 'removed' || target.status === 'detached') return `${label(target)} is ${target.status}`
+  return undefined
 }
 
 function toJSON(this: HasState): Record<string, unknown> {

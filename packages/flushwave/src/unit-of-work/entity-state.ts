@@ -26,8 +26,8 @@ export interface EntityState {
    * or a JSON object are seen), many-to-one as the target entity. Undefined for new entities and stubs.
    */
   snapshot: Record<string, unknown> | undefined
-  /** Collection objects by property, made on first access. */
-  readonly collections: Map<string, unknown>
+  /** Collection objects by property, made on first access (most entities never have one). */
+  collections: Map<string, unknown> | undefined
 }
 
 export interface HasState {

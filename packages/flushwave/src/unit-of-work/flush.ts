@@ -99,7 +99,7 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
   }
   for (const [entity, written] of set.written) {
     const state = entity[STATE]
-    state.snapshot = { ...state.snapshot, ...written }
+    state.snapshot = state.snapshot ? Object.assign(state.snapshot, written) : written
   }
   for (const entity of set.deleted) {
     entity[STATE].status = 'detached'

@@ -37,8 +37,11 @@ export class IdentityMap {
     return this.tracked.get(meta) ?? []
   }
 
-  *all(): Iterable<HasState> {
-    for (const set of this.tracked.values()) yield* set
+  /** Every tracked entity, in a fresh array (so callers may change the map while they go). */
+  all(): HasState[] {
+    const out: HasState[] = []
+    for (const set of this.tracked.values()) for (const entity of set) out.push(entity)
+    return out
   }
 }
 

@@ -7,6 +7,15 @@ import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
 import { uuidv7 } from './uuid-v7.js'
 
+const creatableProps = new WeakMap<EntityMeta, ReadonlySet<string>>()
+
+/** The properties `create()` accepts. */
+function creatable(meta: EntityMeta): ReadonlySet<string> {
+  let props = creatableProps.get(meta)
+  if (!props) creatableProps.set(meta, (props = new Set([meta.id.prop, ...meta.fields.map((f) => f.prop), ...meta.manyToMany.map((m) => m.prop)])))
+  return props
+}
+
 /**
  * The entities of one EntityManager and their states: creation, references, rows read from the
  * database, removal. It does no I/O; the loader and the flush drive it.
@@ -17,8 +26,8 @@ export class UnitOfWork implements CollectionFactory {
   create(meta: EntityMeta, data: Record<string, unknown>): HasState {
     const state = this.newState(meta, 'new', undefined)
     const entity = makeEntity(state)
-    const known = new Set([meta.id.prop, ...meta.fields.map((f) => f.prop), ...meta.manyToMany.map((m) => m.prop)])
-    for (const prop of Object.keys(data)) {
+    const known = creatable(meta)
+    for (const prop in data) {
       if (!known.has(prop)) throw new InvalidValueError(meta.name, prop, data[prop], 'is not a property that create() accepts')
     }
     if (meta.id.strategy === 'uuid') {
@@ -98,6 +107,7 @@ export class UnitOfWork implements CollectionFactory {
 
   collection(entity: HasState, prop: string): unknown {
     const state = entity[STATE]
+    state.collections ??= new Map()
     let collection = state.collections.get(prop)
     if (collection) return collection
     const o2m = state.meta.oneToMany.find((r) => r.prop === prop)
@@ -116,6 +126,6 @@ export class UnitOfWork implements CollectionFactory {
   }
 
   private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
-    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: new Map() }
+    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined }
   }
 }
