@@ -64,6 +64,21 @@ export async function measureCell(
   const statements = wire.statements
   const roundTrips = wire.roundTrips
 
+  const record = (sorted: readonly number[]): Run => ({
+    scenario: c.scenario,
+    size: c.size,
+    series: seriesName,
+    latencyMs,
+    samples: sorted.length,
+    medianMs: round(quantile(sorted, 0.5)),
+    p95Ms: round(quantile(sorted, 0.95)),
+    statements,
+    roundTrips,
+  })
+  // A unit of work slower than the whole budget (Prisma's 12,000 statements at 10 ms) is reported
+  // from its warm run alone, with samples: 1, rather than holding the run for many minutes.
+  if (elapsed > options.budgetMs) return record([elapsed])
+
   const samples = Math.max(options.minSamples, Math.min(options.maxSamples, Math.floor(options.budgetMs / Math.max(elapsed, 0.1))))
   const stats = await measure(
     function* () {
@@ -74,18 +89,7 @@ export async function measureCell(
     },
     { min_samples: samples, max_samples: samples, min_cpu_time: 0, warmup_samples: 0, batch_samples: 1, batch_threshold: 0 },
   )
-  const sorted = [...stats.samples].sort((a, b) => a - b).map((ns) => ns / 1e6)
-  return {
-    scenario: c.scenario,
-    size: c.size,
-    series: seriesName,
-    latencyMs,
-    samples: sorted.length,
-    medianMs: round(quantile(sorted, 0.5)),
-    p95Ms: round(quantile(sorted, 0.95)),
-    statements,
-    roundTrips,
-  }
+  return record([...stats.samples].sort((a, b) => a - b).map((ns) => ns / 1e6))
 }
 
 function quantile(sorted: readonly number[], q: number): number {
