@@ -3,7 +3,7 @@
  * each flush sent and how many round trips it waited on. `pnpm demo` from the repository root.
  */
 import { proxyDatabase, startDatabase, startToxiproxy } from 'devdb'
-import { createTablesSql, flushwave, tcpNoDelay, type EntityManager, type FlushResult } from 'flushwave'
+import { createTablesSql, flushwave, tableOf, tcpNoDelay, type EntityManager, type FlushResult } from 'flushwave'
 import postgres from 'postgres'
 import { schema } from './schema.js'
 
@@ -67,7 +67,7 @@ function report(what: string, r: FlushResult): void {
   console.log(`${what}: ${r.durationMs.toFixed(1)} ms, ${r.roundTrips} round trip(s), ${r.statements} statements, ${r.coldStatements} cold`)
   console.log(`  inserted: ${rows(r.inserted)}; updated: ${rows(r.updated)}; deleted: ${rows(r.deleted)}`)
   r.plan.preparation.forEach((p) => console.log(`  before BEGIN: ${p.reason} (${[...p.counts].map(([t, n]) => `${t} ${n}`).join(', ')})`))
-  r.plan.waves.forEach((w, i) => console.log(`  wave ${i + 1}: ${w.ops.map((op) => `${op.kind} ${'entity' in op ? op.entity.table : op.link.table}`).join(' → ')}`))
+  r.plan.waves.forEach((w, i) => console.log(`  wave ${i + 1}: ${w.ops.map((op) => `${op.kind} ${tableOf(op)}`).join(' → ')}`))
   console.log()
 }
 

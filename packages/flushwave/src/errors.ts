@@ -69,6 +69,23 @@ export class FlushError extends FlushwaveError implements StatementFailure {
   }
 }
 
+/**
+ * Rows the flush meant to update or delete no longer had the version it read (another transaction
+ * changed or deleted them). Nothing of the flush was committed; reload and retry.
+ */
+export class OptimisticLockError extends FlushError {
+  override name = 'OptimisticLockError'
+  constructor(
+    message: string,
+    failure: StatementFailure,
+    /** Ids of the stale rows, as text. */
+    readonly ids: readonly string[],
+    options?: { cause?: unknown },
+  ) {
+    super(message, failure, options)
+  }
+}
+
 export class UniqueViolationError extends FlushError {
   override name = 'UniqueViolationError'
 }

@@ -1,5 +1,6 @@
 import {
   CheckViolationError,
+  OptimisticLockError,
   FlushError,
   ForeignKeyViolationError,
   NotNullViolationError,
@@ -7,6 +8,7 @@ import {
   type StatementFailure,
 } from '../errors.js'
 import { entityOf, tableOf, type Op } from '../plan/ops.js'
+import { STALE_MARK } from '../sql/render-write.js'
 
 /** The fields postgres.js puts on a server error. */
 export interface ServerError {
@@ -23,18 +25,38 @@ export function isServerError(error: unknown): error is ServerError {
   return typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string'
 }
 
+/** The ids a version check reported as stale: it raises 22P02 on `flushwave-stale:<table>:<ids>`. */
+function staleRows(error: ServerError): string[] | undefined {
+  if (error.code !== '22P02') return undefined
+  const at = error.message.indexOf(STALE_MARK)
+  if (at < 0) return undefined
+  const rest = error.message.slice(at + STALE_MARK.length).replace(/"$/, '')
+  return rest.slice(rest.indexOf(':') + 1).split(',')
+}
+
 /** 25P02: "current transaction is aborted", the echo of an earlier failure in the same pipeline. */
 export const IN_FAILED_TRANSACTION = '25P02'
 
 const classes: Record<string, typeof FlushError> = {
   '23505': UniqueViolationError,
   '23503': ForeignKeyViolationError,
+  '23001': ForeignKeyViolationError, // restrict_violation: ON DELETE RESTRICT
   '23502': NotNullViolationError,
   '23514': CheckViolationError,
 }
 
 /** Names the entity and table a failed statement wrote, with the server's own words. */
 export function flushError(error: ServerError, op: Op | undefined): FlushError {
+  const stale = staleRows(error)
+  if (stale && op) {
+    const entity = entityOf(op) ?? tableOf(op)
+    return new OptimisticLockError(
+      `flush failed: ${entity} ${stale.join(', ')} changed or deleted since it was loaded (stale version); nothing was committed`,
+      { code: error.code, table: tableOf(op), entity: entityOf(op), constraint: undefined, detail: undefined },
+      stale,
+      { cause: error },
+    )
+  }
   const failure: StatementFailure = {
     code: error.code,
     // The table the failed statement wrote; the server's table_name may be the other side of an FK.

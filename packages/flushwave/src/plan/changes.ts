@@ -24,13 +24,17 @@ export interface RowInsert {
 export interface RowUpdate {
   readonly entity: EntityMeta
   readonly id: string
-  /** New values by index into `entity.fields`; only changed fields are present. */
+  /** New values by index into `entity.fields`; only changed fields are present (never the version). */
   readonly changed: ReadonlyMap<number, Text>
+  /** The version the row must still have, for entities with a version field. */
+  readonly version?: Text
 }
 
 export interface RowDelete {
   readonly entity: EntityMeta
   readonly id: string
+  /** The version the row must still have, for entities with a version field. */
+  readonly version?: Text
 }
 
 export interface LinkChange {

@@ -1,11 +1,23 @@
-import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
+import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
 import type { Text } from './changes.js'
 
 /**
  * A plan's operations: one per table and kind, with values held column-wise, so that each renders to
  * one statement whose text does not depend on the number of rows.
  */
-export type Op = InsertOp | UpdateOp | DeleteOp | LinkInsertOp | LinkDeleteOp | LinkPurgeOp
+export type Op = InsertOp | UpdateOp | DeleteOp | LinkInsertOp | LinkDeleteOp | LinkPurgeOp | CascadeDeleteOp | CascadeNullOp
+
+/**
+ * Rows named without reading them: the rows with these ids, or the rows of `entity` whose `field`
+ * points at rows of `parent` (so a cascade reaches children the client never loaded).
+ */
+export type RowSet =
+  | { readonly kind: 'ids'; readonly entity: EntityMeta; readonly ids: readonly string[] }
+  | { readonly kind: 'children'; readonly entity: EntityMeta; readonly field: FieldMeta; readonly parent: RowSet }
+
+export function rootIds(rows: RowSet): readonly string[] {
+  return rows.kind === 'ids' ? rows.ids : rootIds(rows.parent)
+}
 
 export interface InsertOp {
   readonly kind: 'insert'
@@ -21,12 +33,16 @@ export interface UpdateOp {
   readonly ids: readonly string[]
   /** Per field: the new value per row, and whether that row sets it (unchanged fields keep the row's value). */
   readonly columns: readonly { readonly values: readonly Text[]; readonly set: readonly boolean[] }[]
+  /** Expected versions, one per row, when the entity has a version field. */
+  readonly versions: readonly Text[] | undefined
 }
 
 export interface DeleteOp {
   readonly kind: 'delete'
   readonly entity: EntityMeta
   readonly ids: readonly string[]
+  /** Expected versions, one per row, when the entity has a version field. */
+  readonly versions: readonly Text[] | undefined
 }
 
 export interface LinkInsertOp {
@@ -48,17 +64,29 @@ export interface LinkPurgeOp {
   readonly kind: 'link-purge'
   readonly link: ManyToManyMeta
   readonly side: 'owner' | 'target'
-  readonly ids: readonly string[]
+  readonly rows: RowSet
+}
+
+/** Deletes the children of rows being deleted, for a many-to-one declared `onDelete('cascade')`. */
+export interface CascadeDeleteOp {
+  readonly kind: 'cascade-delete'
+  readonly rows: Extract<RowSet, { kind: 'children' }>
+}
+
+/** Nulls the foreign key of children of rows being deleted, for `onDelete('set null')`. */
+export interface CascadeNullOp {
+  readonly kind: 'cascade-null'
+  readonly rows: Extract<RowSet, { kind: 'children' }>
 }
 
 /** The table an op writes, for results and error messages. */
 export function tableOf(op: Op): string {
-  return 'entity' in op ? op.entity.table : op.link.table
+  return 'entity' in op ? op.entity.table : 'link' in op ? op.link.table : op.rows.entity.table
 }
 
 /** The entity an op writes rows of; undefined for join tables. */
 export function entityOf(op: Op): string | undefined {
-  return 'entity' in op ? op.entity.name : undefined
+  return 'entity' in op ? op.entity.name : 'link' in op ? undefined : op.rows.entity.name
 }
 
 export function rowCount(op: Op): number {
@@ -66,10 +94,21 @@ export function rowCount(op: Op): number {
     case 'insert':
     case 'update':
     case 'delete':
-    case 'link-purge':
       return op.ids.length
     case 'link-insert':
     case 'link-delete':
       return op.owners.length
+    case 'link-purge':
+    case 'cascade-delete':
+    case 'cascade-null':
+      return 0 // unknown to the client: the server's count is reported
   }
+}
+
+/**
+ * Whether the server's row count is the op's: a version-checked statement is a SELECT over a
+ * data-modifying CTE (one row), and it only succeeds when every row was written.
+ */
+export function serverCountsRows(op: Op): boolean {
+  return !('versions' in op && op.versions)
 }

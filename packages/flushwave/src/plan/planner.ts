@@ -1,12 +1,13 @@
 import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
 import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate, Text } from './changes.js'
-import type { DeleteOp, InsertOp, LinkDeleteOp, LinkInsertOp, LinkPurgeOp, Op, UpdateOp } from './ops.js'
+import type { DeleteOp, InsertOp, LinkDeleteOp, LinkInsertOp, LinkPurgeOp, Op, RowSet, UpdateOp } from './ops.js'
 import type { Plan, Preparation } from './plan.js'
 
 /**
  * Turns changes into one wave of per-table ops in an order that satisfies immediate foreign keys:
  *
- *   inserts (parents first) → link inserts → updates → link deletes → deletes (children first)
+ *   inserts (parents first) → link inserts → updates → link deletes →
+ *   per deleted table, children first: its cascades, its links, its rows
  *
  * Updates sit between inserts and deletes because an update may point a row at a new parent, or
  * away from a parent about to be deleted. PostgreSQL runs pipelined statements in the order sent,
@@ -33,11 +34,13 @@ export function planFlush(changes: Changes, order: readonly EntityMeta[], prepar
   for (const link of links) {
     const removes = unique(changes.linkRemoves.filter((c) => c.link === link))
     if (removes.length > 0) ops.push(linkOp('link-delete', link, removes))
-    ops.push(...purgeOps(link, changes.deletes))
   }
   for (const entity of [...order].reverse()) {
     const rows = deletes.get(entity)
-    if (rows) ops.push(deleteOp(entity, rows))
+    if (!rows) continue
+    const set: RowSet = { kind: 'ids', entity, ids: rows.map((r) => r.id) }
+    cascade(set, order, ops)
+    ops.push(...purgeOps(set, links), deleteOp(entity, rows))
   }
   const waves = ops.length === 0 ? [] : [{ ops, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
   return Object.freeze({ waves, preparation })
@@ -61,11 +64,12 @@ function updateOp(entity: EntityMeta, rows: readonly RowUpdate[]): UpdateOp {
       values: rows.map((r): Text => r.changed.get(i) ?? null),
       set: rows.map((r) => r.changed.has(i)),
     })),
+    versions: entity.version ? rows.map((r) => r.version ?? null) : undefined,
   }
 }
 
 function deleteOp(entity: EntityMeta, rows: readonly RowDelete[]): DeleteOp {
-  return { kind: 'delete', entity, ids: rows.map((r) => r.id) }
+  return { kind: 'delete', entity, ids: rows.map((r) => r.id), versions: entity.version ? rows.map((r) => r.version ?? null) : undefined }
 }
 
 function linkOp<K extends 'link-insert' | 'link-delete'>(
@@ -76,13 +80,36 @@ function linkOp<K extends 'link-insert' | 'link-delete'>(
   return { kind, link, owners: changes.map((c) => c.owner), targets: changes.map((c) => c.target) }
 }
 
-function purgeOps(link: ManyToManyMeta, deletes: readonly RowDelete[]): LinkPurgeOp[] {
+/** The links of rows about to be deleted, on either side of every join table. */
+function purgeOps(rows: RowSet, links: readonly ManyToManyMeta[]): LinkPurgeOp[] {
   const ops: LinkPurgeOp[] = []
-  const owners = deletes.filter((d) => d.entity === link.owner).map((d) => d.id)
-  if (owners.length > 0) ops.push({ kind: 'link-purge', link, side: 'owner', ids: owners })
-  const targets = deletes.filter((d) => d.entity === link.target).map((d) => d.id)
-  if (targets.length > 0) ops.push({ kind: 'link-purge', link, side: 'target', ids: targets })
+  for (const link of links) {
+    if (link.owner === rows.entity) ops.push({ kind: 'link-purge', link, side: 'owner', rows })
+    if (link.target === rows.entity) ops.push({ kind: 'link-purge', link, side: 'target', rows })
+  }
   return ops
+}
+
+/**
+ * Before rows of `rows.entity` are deleted: children whose many-to-one says `onDelete('cascade')`
+ * are deleted (their own children and links first), and those that say `'set null'` are unlinked.
+ * Set-based, so children the client never loaded are reached without a read or a round trip.
+ * Self-references are left to the database's own ON DELETE action.
+ */
+function cascade(rows: RowSet, order: readonly EntityMeta[], ops: Op[]): void {
+  const links = order.flatMap((e) => e.manyToMany)
+  for (const child of [...order].reverse()) {
+    if (child === rows.entity) continue
+    for (const field of child.fields) {
+      if (field.ref?.target !== rows.entity) continue
+      const children = { kind: 'children', entity: child, field, parent: rows } as const
+      if (field.ref.onDelete === 'set null') ops.push({ kind: 'cascade-null', rows: children })
+      if (field.ref.onDelete === 'cascade') {
+        cascade(children, order, ops)
+        ops.push(...purgeOps(children, links), { kind: 'cascade-delete', rows: children })
+      }
+    }
+  }
 }
 
 function unique(changes: readonly LinkChange[]): LinkChange[] {

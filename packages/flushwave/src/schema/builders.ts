@@ -23,6 +23,8 @@ export interface ColumnSpec {
   readonly column: string | undefined
   /** Set for enum columns so DDL can create the type. */
   readonly enumValues: readonly string[] | undefined
+  /** The optimistic-lock version column: checked and advanced by every update and delete. */
+  readonly version: boolean
 }
 
 export type IdStrategy = 'sequence' | 'uuid'
@@ -146,6 +148,7 @@ function column<T>(type: ColumnType<T>, enumValues?: readonly string[]): Column<
     unique: false,
     column: undefined,
     enumValues,
+    version: false,
   })
 }
 
@@ -171,6 +174,13 @@ export const t = {
   jsonb: <T = unknown>(): Column<T> => column(types.jsonb<T>()),
   uuid: (): Column<string> => column(types.uuid),
   /** A PostgreSQL enum type named `typeName`. */
+  /**
+   * An optimistic-lock version (int4, 1 for a new row). Every update and delete of the entity checks
+   * it on the server, in the same pipeline, and advances it; a stale one fails the whole flush with
+   * OptimisticLockError. Read-only for the application.
+   */
+  version: (): Column<number, false, true> =>
+    new Column({ ...column(types.integer).spec, default: { make: () => 1, sql: '1' }, version: true }),
   enum: <const V extends string>(typeName: string, values: readonly [V, ...V[]]): Column<V> =>
     column(types.enumeration(quoteIdent(typeName), values), values),
   manyToOne: <const Target extends string>(target: Target): ManyToOne<Target> =>

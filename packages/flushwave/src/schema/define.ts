@@ -89,6 +89,9 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
       columns.add(field.column)
       d.fieldByProp.set(field.prop, field)
     }
+    const versions = d.fields.filter((f) => f.version)
+    if (versions.length > 1) throw new SchemaError(`${d.meta.name} has ${versions.length} version columns; one at most`)
+    ;(d.meta as { version: FieldMeta | undefined }).version = versions[0]
     Object.freeze(d.fields)
     Object.freeze(d.meta)
   }
@@ -121,6 +124,7 @@ function draft(name: string, def: EntityDef): Draft {
     fieldByProp,
     oneToMany,
     manyToMany,
+    version: undefined,
   }
   return { meta, fields, fieldByProp, oneToMany, manyToMany }
 }
@@ -137,6 +141,7 @@ function columnField(prop: string, spec: ColumnSpec): FieldMeta {
     unique: spec.unique,
     enumValues: spec.enumValues,
     ref: undefined,
+    version: spec.version,
   }
 }
 
@@ -152,6 +157,7 @@ function referenceField(prop: string, spec: ManyToOneSpec, target: EntityMeta): 
     unique: false,
     enumValues: undefined,
     ref: { target, onDelete: spec.onDelete },
+    version: false,
   }
 }
 

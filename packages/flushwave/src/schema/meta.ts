@@ -12,6 +12,8 @@ export interface EntityMeta {
   readonly fieldByProp: ReadonlyMap<string, FieldMeta>
   readonly oneToMany: readonly OneToManyMeta[]
   readonly manyToMany: readonly ManyToManyMeta[]
+  /** The optimistic-lock version field, when the entity has one. */
+  readonly version: FieldMeta | undefined
 }
 
 export interface IdMeta {
@@ -34,6 +36,8 @@ export interface FieldMeta {
   readonly enumValues: readonly string[] | undefined
   /** Set when the field is a many-to-one foreign key. */
   readonly ref: ReferenceMeta | undefined
+  /** True for the optimistic-lock version field. */
+  readonly version: boolean
 }
 
 export interface ReferenceMeta {

@@ -1,4 +1,4 @@
-import type { DeleteOp, InsertOp, LinkDeleteOp, LinkInsertOp, LinkPurgeOp, Op, UpdateOp } from '../plan/ops.js'
+import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type DeleteOp, type InsertOp, type LinkDeleteOp, type LinkInsertOp, type LinkPurgeOp, type Op, type RowSet, type UpdateOp } from '../plan/ops.js'
 import type { Plan } from '../plan/plan.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
@@ -28,6 +28,10 @@ export function renderOp(op: Op): WriteStatement {
       return { op, ...renderLinkDelete(op) }
     case 'link-purge':
       return { op, ...renderLinkPurge(op) }
+    case 'cascade-delete':
+      return { op, ...renderCascadeDelete(op) }
+    case 'cascade-null':
+      return { op, ...renderCascadeNull(op) }
   }
 }
 
@@ -44,26 +48,67 @@ function renderInsert(op: InsertOp) {
 function renderUpdate(op: UpdateOp) {
   const e = op.entity
   // d(k, v1, s1, v2, s2, …): the key, then per field its new value and whether this row sets it.
-  const sets = e.fields.map((f, i) => `${f.quoted} = case when d.s${i + 1} then d.v${i + 1} else t.${f.quoted} end`)
+  const sets: string[] = []
   const arrays = [`$1::${e.id.type.sqlType}[]`]
   const aliases = ['k']
+  const params: string[] = [arrayLiteral(op.ids)]
   e.fields.forEach((f, i) => {
-    arrays.push(`$${2 * i + 2}::${f.type.sqlType}[]`, `$${2 * i + 3}::bool[]`)
+    if (f.version) return
+    const n = params.length
+    sets.push(`${f.quoted} = case when d.s${i + 1} then d.v${i + 1} else t.${f.quoted} end`)
+    arrays.push(`$${n + 1}::${f.type.sqlType}[]`, `$${n + 2}::bool[]`)
     aliases.push(`v${i + 1}`, `s${i + 1}`)
+    params.push(arrayLiteral(op.columns[i]!.values), boolArrayLiteral(op.columns[i]!.set))
   })
+  if (!op.versions || !e.version) {
+    return {
+      text:
+        `update ${e.quotedTable} as t set ${sets.join(', ')} ` +
+        `from unnest(${arrays.join(', ')}) as d(${aliases.join(', ')}) where t.${e.id.quoted} = d.k`,
+      params,
+    }
+  }
+  const v = e.version
+  arrays.push(`$${params.length + 1}::${v.type.sqlType}[]`)
+  aliases.push('ver')
+  params.push(arrayLiteral(op.versions))
   return {
     text:
-      `update ${e.quotedTable} as t set ${sets.join(', ')} ` +
-      `from unnest(${arrays.join(', ')}) as d(${aliases.join(', ')}) where t.${e.id.quoted} = d.k`,
-    params: [arrayLiteral(op.ids), ...op.columns.flatMap((c) => [arrayLiteral(c.values), boolArrayLiteral(c.set)])],
+      `with d as (select * from unnest(${arrays.join(', ')}) as d(${aliases.join(', ')})), ` +
+      `w as (update ${e.quotedTable} as t set ${[...sets, `${v.quoted} = t.${v.quoted} + 1`].join(', ')} ` +
+      `from d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` +
+      staleCheck(e.table),
+    params,
   }
 }
 
+/**
+ * Fails the statement, on the server and inside the pipeline, when any row of `d` was not written
+ * by `w` (its version moved on, or it is gone): the cast of a non-number to int4 raises, so the
+ * pipelined COMMIT turns into ROLLBACK and the client never waits to check a row count.
+ */
+function staleCheck(table: string): string {
+  return `select ('${STALE_MARK}${table.replace(/'/g, "''")}:' || string_agg(d.k::text, ',' order by d.k))::int4 from d where d.k not in (select w.k from w)`
+}
+
+/** Prefix of the error that a version check raises; the executor turns it into OptimisticLockError. */
+export const STALE_MARK = 'flushwave-stale:'
+
 function renderDelete(op: DeleteOp) {
   const e = op.entity
+  if (!op.versions || !e.version) {
+    return {
+      text: `delete from ${e.quotedTable} where ${e.id.quoted} = any($1::${e.id.type.sqlType}[])`,
+      params: [arrayLiteral(op.ids)],
+    }
+  }
+  const v = e.version
   return {
-    text: `delete from ${e.quotedTable} where ${e.id.quoted} = any($1::${e.id.type.sqlType}[])`,
-    params: [arrayLiteral(op.ids)],
+    text:
+      `with d as (select * from unnest($1::${e.id.type.sqlType}[], $2::${v.type.sqlType}[]) as d(k, ver)), ` +
+      `w as (delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` +
+      staleCheck(e.table),
+    params: [arrayLiteral(op.ids), arrayLiteral(op.versions)],
   }
 }
 
@@ -99,9 +144,34 @@ function renderLinkDelete(op: LinkDeleteOp) {
 
 function renderLinkPurge(op: LinkPurgeOp) {
   const c = linkColumns(op.link)
-  const [column, type] = op.side === 'owner' ? [c.own, c.ownType] : [c.target, c.targetType]
   return {
-    text: `delete from ${op.link.quotedTable} where ${column} = any($1::${type}[])`,
-    params: [arrayLiteral(op.ids)],
+    text: `delete from ${op.link.quotedTable} as j where ${matches(`j.${op.side === 'owner' ? c.own : c.target}`, op.rows)}`,
+    params: [arrayLiteral(rootIds(op.rows))],
   }
+}
+
+function renderCascadeDelete(op: CascadeDeleteOp) {
+  const { entity, field, parent } = op.rows
+  return {
+    text: `delete from ${entity.quotedTable} as t where ${matches(`t.${field.quoted}`, parent)}`,
+    params: [arrayLiteral(rootIds(op.rows))],
+  }
+}
+
+function renderCascadeNull(op: CascadeNullOp) {
+  const { entity, field, parent } = op.rows
+  return {
+    text: `update ${entity.quotedTable} as t set ${field.quoted} = null where ${matches(`t.${field.quoted}`, parent)}`,
+    params: [arrayLiteral(rootIds(op.rows))],
+  }
+}
+
+/** `column` refers to one of `rows`: `= any($1)` for ids, a subquery per level for children. */
+function matches(column: string, rows: RowSet, depth = 1): string {
+  if (rows.kind === 'ids') return `${column} = any($1::${rows.entity.id.type.sqlType}[])`
+  const alias = `c${depth}`
+  return (
+    `${column} in (select ${alias}.${rows.entity.id.quoted} from ${rows.entity.quotedTable} as ${alias} ` +
+    `where ${matches(`${alias}.${rows.field.quoted}`, rows.parent, depth + 1)})`
+  )
 }

@@ -11,7 +11,10 @@ export interface ChangeSet {
   /** Per written entity: the snapshot entries it will have after commit. */
   readonly written: ReadonlyMap<HasState, Record<string, unknown>>
   readonly inserted: readonly HasState[]
+  /** Removed entities, and loaded ones a cascade deletes with them. */
   readonly deleted: readonly HasState[]
+  /** Loaded entities whose reference a `'set null'` cascade clears. */
+  readonly nulled: readonly (readonly [HasState, FieldMeta])[]
   readonly collections: readonly ManyToManyCollection[]
 }
 
@@ -63,7 +66,7 @@ export function computeChanges(map: IdentityMap, assigned: ReadonlyMap<HasState,
     const meta = state.meta
     if (state.status === 'new' && state.id === undefined && !assigned.has(entity)) continue
     if (state.status === 'removed') {
-      deletes.push({ entity: meta, id: idText(state, entity) })
+      deletes.push({ entity: meta, id: idText(state, entity), ...(meta.version ? { version: expectedVersion(state) } : {}) })
       deleted.push(entity)
       continue
     }
@@ -81,7 +84,7 @@ export function computeChanges(map: IdentityMap, assigned: ReadonlyMap<HasState,
     } else {
       const changed = new Map<number, Text>()
       meta.fields.forEach((field, i) => {
-        if (!(field.prop in state.values)) return
+        if (field.version || !(field.prop in state.values)) return
         const value = state.values[field.prop]
         // Scalars compare in text form, so in-place changes to a Date or JSON object count.
         const now = field.ref || value === null ? value : field.type.toText(value)
@@ -91,7 +94,13 @@ export function computeChanges(map: IdentityMap, assigned: ReadonlyMap<HasState,
         snapshot[field.prop] = field.ref ? value : text
       })
       if (changed.size > 0) {
-        updates.push({ entity: meta, id: idText(state, entity), changed })
+        if (meta.version) {
+          const version = expectedVersion(state)
+          snapshot[meta.version.prop] = String(Number(version) + 1)
+          updates.push({ entity: meta, id: idText(state, entity), changed, version })
+        } else {
+          updates.push({ entity: meta, id: idText(state, entity), changed })
+        }
         written.set(entity, snapshot)
       }
     }
@@ -111,5 +120,46 @@ export function computeChanges(map: IdentityMap, assigned: ReadonlyMap<HasState,
       collections.push(collection)
     }
   }
-  return { changes: { inserts, updates, deletes, linkAdds, linkRemoves }, written, inserted, deleted, collections }
+  const nulled = deleted.length > 0 ? cascadeInMemory(map, deleted) : []
+  return { changes: { inserts, updates, deletes, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections }
+}
+
+/**
+ * What the cascade statements will do to entities this EntityManager holds: children of deleted
+ * entities are deleted too (added to `deleted`) or have their reference cleared (returned).
+ */
+function cascadeInMemory(map: IdentityMap, deleted: HasState[]): [HasState, FieldMeta][] {
+  const gone = new Set(deleted)
+  const alive = map.all().filter((e) => e[STATE].status === 'managed' || e[STATE].status === 'stub')
+  for (let grew = true; grew; ) {
+    grew = false
+    for (const entity of alive) {
+      if (gone.has(entity)) continue
+      const state = entity[STATE]
+      const doomed = state.meta.fields.some(
+        (f) => f.ref?.onDelete === 'cascade' && f.ref.target !== state.meta && gone.has(state.values[f.prop] as HasState),
+      )
+      if (!doomed) continue
+      gone.add(entity)
+      deleted.push(entity)
+      grew = true
+    }
+  }
+  const nulled: [HasState, FieldMeta][] = []
+  for (const entity of alive) {
+    if (gone.has(entity)) continue
+    for (const f of entity[STATE].meta.fields) {
+      if (f.ref?.onDelete === 'set null' && gone.has(entity[STATE].values[f.prop] as HasState)) nulled.push([entity, f])
+    }
+  }
+  return nulled
+}
+
+/** The version a versioned row was read with; a reference that was never read has none to check. */
+function expectedVersion(state: EntityState): string {
+  const version = state.snapshot?.[state.meta.version!.prop]
+  if (typeof version !== 'string') {
+    throw new EntityStateError(`${label(state)} has a version column but was never loaded: load it before changing or removing it`)
+  }
+  return version
 }

@@ -48,6 +48,7 @@ function classFor(meta: EntityMeta): EntityClass {
       set(this: HasState, value: unknown) {
         const state = this[STATE]
         writable(state)
+        if (field.version) throw new EntityStateError(`${label(state)}.${field.prop} is the optimistic-lock version: flushes advance it`)
         checkValue(state, field, value)
         state.values[field.prop] = value
       },

@@ -1,7 +1,7 @@
 import type { Executor } from '../drivers/executor.js'
 import { ConnectionLostError, FlushError } from '../errors.js'
 import { isEmpty } from '../plan/changes.js'
-import { rowCount, tableOf } from '../plan/ops.js'
+import { rowCount, serverCountsRows, tableOf } from '../plan/ops.js'
 import type { Plan, Preparation } from '../plan/plan.js'
 import { planFlush } from '../plan/planner.js'
 import type { EntityMeta } from '../schema/meta.js'
@@ -100,10 +100,18 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
   for (const [entity, written] of set.written) {
     const state = entity[STATE]
     state.snapshot = state.snapshot ? Object.assign(state.snapshot, written) : written
+    // Only a committed flush advances the in-memory version.
+    const version = state.meta.version
+    if (version && version.prop in written) state.values[version.prop] = version.type.fromDb(written[version.prop])
   }
   for (const entity of set.deleted) {
     entity[STATE].status = 'detached'
     uow.map.delete(entity)
+  }
+  for (const [entity, field] of set.nulled) {
+    const state = entity[STATE]
+    state.values[field.prop] = null
+    if (state.snapshot) state.snapshot[field.prop] = null
   }
   for (const collection of set.collections) collection.committed()
 }
@@ -118,7 +126,8 @@ function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrip
       statements++
       const into = op.kind === 'insert' || op.kind === 'link-insert' ? inserted : op.kind === 'update' ? updated : deleted
       const table = tableOf(op)
-      into[table] = (into[table] ?? 0) + (rowCounts[w]?.[i] ?? rowCount(op))
+      const counted = serverCountsRows(op) ? rowCounts[w]?.[i] : undefined
+      into[table] = (into[table] ?? 0) + (counted ?? rowCount(op))
     }),
   )
   return {

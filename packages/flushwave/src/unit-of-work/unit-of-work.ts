@@ -41,6 +41,7 @@ export class UnitOfWork implements CollectionFactory {
     }
     for (const field of meta.fields) {
       let value: unknown
+      if (field.version && field.prop in data) throw new InvalidValueError(meta.name, field.prop, data[field.prop], 'is the optimistic-lock version and starts at 1')
       if (field.prop in data && data[field.prop] !== undefined) value = data[field.prop]
       else if (field.default) value = field.default.make()
       else if (field.nullable) value = null

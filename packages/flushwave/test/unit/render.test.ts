@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { tableOf } from '../../src/plan/ops.js'
 import { planFlush } from '../../src/plan/planner.js'
 import { arrayLiteral } from '../../src/sql/array-literal.js'
 import { renderPlan } from '../../src/sql/render-write.js'
@@ -77,7 +78,7 @@ describe('write statements', () => {
       bookstore.insertOrder,
     )
     expect(plan.waves).toHaveLength(1)
-    expect(plan.waves[0]!.ops.map((op) => `${op.kind} ${'entity' in op ? op.entity.table : op.link.table}`)).toEqual([
+    expect(plan.waves[0]!.ops.map((op) => `${op.kind} ${tableOf(op)}`)).toEqual([
       'insert author',
       'insert book',
       'link-insert book_tag',

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { defineSchema, entity, t } from '../../src/index.js'
+import { testDatabase, type TestDatabase } from '../support/database.js'
+
+const schema = defineSchema({
+  Sample: entity('sample', {
+    id: t.id(),
+    text: t.text().nullable(),
+    integer: t.integer().nullable(),
+    big: t.bigint().nullable(),
+    amount: t.numeric().nullable(),
+    flag: t.boolean().nullable(),
+    at: t.timestamptz().nullable(),
+    doc: t.jsonb<{ a: number[]; s: string } | string>().nullable(),
+    ref: t.uuid().nullable(),
+    mood: t.enum('mood', ['calm', 'odd "quoted", value']).nullable(),
+  }),
+})
+
+let db: TestDatabase<typeof schema.defs>
+beforeAll(async () => {
+  db = await testDatabase(schema, { name: 'types' })
+})
+afterAll(() => db.close())
+
+const tricky = `a "quoted", {braced} \\ back\\slash, NULL, 'single', émoji 🚀, tab\t, newline\n`
+
+describe('column types', () => {
+  it('write and read back every type, nulls and awkward text included', async () => {
+    const values = {
+      text: tricky,
+      integer: -(2 ** 31),
+      big: 2n ** 62n,
+      amount: '12345678901234567890.000000001',
+      flag: false,
+      at: new Date('2026-11-21T23:45:59.123Z'),
+      doc: { a: [1, 2, 3], s: tricky },
+      ref: '0190f3a1-7b7c-7cde-8f00-123456789abc',
+      mood: 'odd "quoted", value' as const,
+    }
+    const em = db.orm.em()
+    const full = em.create('Sample', values)
+    const empty = em.create('Sample', {})
+    const jsonString = em.create('Sample', { doc: 'just a string' })
+    await em.flush()
+
+    const em2 = db.orm.em()
+    const [a, b, c] = await Promise.all([full, empty, jsonString].map((s) => em2.load('Sample', s.id)))
+    expect(a).toMatchObject({ id: full.id, ...values })
+    expect(b).toMatchObject({ id: empty.id, text: null, integer: null, big: null, amount: null, flag: null, at: null, doc: null, ref: null, mood: null })
+    expect(c!.doc).toBe('just a string')
+
+    // Unchanged values (in text form) are not written again; a changed one is, alone.
+    db.queries.length = 0
+    a!.at = new Date(values.at.getTime())
+    a!.doc = { a: [1, 2, 3], s: tricky }
+    expect((await em2.flush()).statements).toBe(0)
+    ;(a!.doc as { a: number[] }).a.push(4)
+    a!.at!.setUTCFullYear(2030)
+    const result = await em2.flush()
+    expect(result.updated).toEqual({ sample: 1 })
+    const [row] = await db.sql`select doc, at from sample where id = ${full.id}`
+    expect(row!.doc).toEqual({ a: [1, 2, 3, 4], s: tricky })
+    expect((row!.at as Date).toISOString()).toBe('2030-11-21T23:45:59.123Z')
+  })
+
+  it('finds by every comparable type', async () => {
+    const em = db.orm.em()
+    const s = em.create('Sample', { text: 'findable', big: 7n, amount: '1.5', flag: true, at: new Date(0), ref: '0190f3a1-7b7c-7cde-8f00-000000000001', mood: 'calm' })
+    await em.flush()
+    const em2 = db.orm.em()
+    for (const where of [{ big: 7n }, { amount: { gte: '1.4' } }, { flag: true }, { at: new Date(0) }, { ref: s.ref! }, { mood: 'calm' as const }, { text: { like: 'find%' } }]) {
+      const found = await em2.find('Sample', { ...where, id: s.id })
+      expect(found.map((x) => x.id), JSON.stringify(where, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))).toEqual([s.id])
+    }
+  })
+})
