@@ -6,7 +6,7 @@ import type { Plan, Preparation } from './plan.js'
 /**
  * Turns changes into one wave of per-table ops in an order that satisfies immediate foreign keys:
  *
- *   inserts (parents first) → link inserts → updates → link deletes →
+ *   inserts (parents first) → cycle fix-ups → link inserts → updates → link deletes →
  *   per deleted table, children first: its cascades, its links, its rows
  *
  * Updates sit between inserts and deletes because an update may point a row at a new parent, or
@@ -18,10 +18,16 @@ export function planFlush(changes: Changes, order: readonly EntityMeta[], prepar
   const inserts = byEntity(changes.inserts)
   const updates = byEntity(changes.updates)
   const deletes = byEntity(changes.deletes)
+  const newIds = new Map([...inserts].map(([entity, rows]) => [entity, new Set(rows.map((r) => r.id))]))
+  const fixUps: Op[] = []
   for (const entity of order) {
     const rows = inserts.get(entity)
-    if (rows) ops.push(insertOp(entity, rows))
+    if (!rows) continue
+    const { now, later } = breakCycles(entity, rows, newIds)
+    ops.push(insertOp(entity, now))
+    if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined })
   }
+  ops.push(...fixUps)
   const links = order.flatMap((e) => e.manyToMany)
   for (const link of links) {
     const adds = unique(changes.linkAdds.filter((c) => c.link === link))
@@ -44,6 +50,31 @@ export function planFlush(changes: Changes, order: readonly EntityMeta[], prepar
   }
   const waves = ops.length === 0 ? [] : [{ ops, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
   return Object.freeze({ waves, preparation })
+}
+
+/**
+ * Rows whose cycle-breaking reference (`fixUp`) points at a row inserted by this flush go in with
+ * NULL there; the returned updates set it once every insert has run, still in the same pipeline.
+ */
+function breakCycles(
+  entity: EntityMeta,
+  rows: readonly RowInsert[],
+  newIds: ReadonlyMap<EntityMeta, ReadonlySet<string>>,
+): { now: readonly RowInsert[]; later: RowUpdate[] } {
+  const fields = entity.fields.flatMap((f, i) => (f.ref?.fixUp ? [[f, i] as const] : []))
+  if (fields.length === 0) return { now: rows, later: [] }
+  const later: RowUpdate[] = []
+  const now = rows.map((row) => {
+    const changed = new Map<number, Text>()
+    for (const [field, i] of fields) {
+      const value = row.values[i]
+      if (value != null && newIds.get(field.ref!.target)?.has(value)) changed.set(i, value)
+    }
+    if (changed.size === 0) return row
+    later.push({ entity, id: row.id, changed })
+    return { ...row, values: row.values.map((v, i) => (changed.has(i) ? null : v)) }
+  })
+  return { now, later }
 }
 
 function insertOp(entity: EntityMeta, rows: readonly RowInsert[]): InsertOp {

@@ -44,6 +44,8 @@ export interface ManyToOneSpec {
   readonly nullable: boolean
   readonly column: string | undefined
   readonly onDelete: OnDelete | undefined
+  /** DEFERRABLE INITIALLY DEFERRED: checked at COMMIT, so insert order does not matter for it. */
+  readonly deferrable: boolean
 }
 
 export interface OneToManySpec {
@@ -105,19 +107,28 @@ export class Id<T, S extends IdStrategy> {
   }
 }
 
-export class ManyToOne<Target extends string, N extends boolean = false> {
+export class ManyToOne<Target extends string, N extends boolean = false, Deferred extends boolean = false> {
   declare readonly _target: Target
   declare readonly _nullable: N
+  declare readonly _deferred: Deferred
   constructor(readonly spec: ManyToOneSpec) {}
-  nullable(): ManyToOne<Target, true> {
+  nullable(): ManyToOne<Target, true, Deferred> {
     return new ManyToOne({ ...this.spec, nullable: true })
   }
-  column(name: string): ManyToOne<Target, N> {
+  column(name: string): ManyToOne<Target, N, Deferred> {
     return new ManyToOne({ ...this.spec, column: name })
   }
   /** The FK's ON DELETE action in emitted DDL. */
-  onDelete(action: OnDelete): ManyToOne<Target, N> {
+  onDelete(action: OnDelete): ManyToOne<Target, N, Deferred> {
     return new ManyToOne({ ...this.spec, onDelete: action })
+  }
+  /**
+   * The foreign key is DEFERRABLE INITIALLY DEFERRED (checked at COMMIT): the way to declare a
+   * cycle of non-null references. The database's constraint must say so too (emitted DDL does).
+   * `create` may then leave it out, as long as it is set before the flush.
+   */
+  deferrable(): ManyToOne<Target, N, true> {
+    return new ManyToOne({ ...this.spec, deferrable: true })
   }
 }
 
@@ -135,7 +146,7 @@ export class ManyToMany<Target extends string> {
 export type AnyProp =
   | Column<unknown, boolean, boolean>
   | Id<unknown, IdStrategy>
-  | ManyToOne<string, boolean>
+  | ManyToOne<string, boolean, boolean>
   | OneToMany<string, string>
   | ManyToMany<string>
 
@@ -184,7 +195,7 @@ export const t = {
   enum: <const V extends string>(typeName: string, values: readonly [V, ...V[]]): Column<V> =>
     column(types.enumeration(quoteIdent(typeName), values), values),
   manyToOne: <const Target extends string>(target: Target): ManyToOne<Target> =>
-    new ManyToOne({ kind: 'manyToOne', target, nullable: false, column: undefined, onDelete: undefined }),
+    new ManyToOne({ kind: 'manyToOne', target, nullable: false, column: undefined, onDelete: undefined, deferrable: false }),
   /** The inverse side of `Target`'s many-to-one property named `inverse`; stores nothing itself. */
   oneToMany: <const Target extends string, const Inverse extends string>(
     target: Target,

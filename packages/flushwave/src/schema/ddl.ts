@@ -14,10 +14,21 @@ export function createTablesSql(schema: Schema): string[] {
   for (const [type, values] of enums) {
     out.push(`create type ${type} as enum (${values.map((v) => `'${v.replace(/'/g, "''")}'`).join(', ')})`)
   }
+  // A reference to a table created later (a cycle) is added once both exist.
+  const created = new Set<EntityMeta>()
+  const later: string[] = []
   for (const meta of schema.insertOrder) {
-    out.push(`create table ${meta.quotedTable} (\n  ${[idColumn(meta), ...meta.fields.map(fieldColumn)].join(',\n  ')}\n)`)
+    created.add(meta)
+    const inline = (f: FieldMeta) => !f.ref || created.has(f.ref.target)
+    out.push(`create table ${meta.quotedTable} (\n  ${[idColumn(meta), ...meta.fields.map((f) => fieldColumn(f, inline(f)))].join(',\n  ')}\n)`)
     for (const f of meta.fields) if (f.ref) out.push(`create index on ${meta.quotedTable} (${f.quoted})`)
+    for (const f of meta.fields) {
+      if (inline(f)) continue
+      const name = quoteIdent(`${meta.table}_${f.column}_fkey`)
+      later.push(`alter table ${meta.quotedTable} add constraint ${name} foreign key (${f.quoted})${references(f)}`)
+    }
   }
+  out.push(...later)
   for (const meta of schema.insertOrder) {
     for (const link of meta.manyToMany) {
       const own = quoteIdent(link.ownColumn)
@@ -47,13 +58,18 @@ function idColumn(meta: EntityMeta): string {
   return `${meta.id.quoted} ${meta.id.type.sqlType}${generated} primary key`
 }
 
-function fieldColumn(f: FieldMeta): string {
+function fieldColumn(f: FieldMeta, withReference: boolean): string {
   let sql = `${f.quoted} ${f.type.sqlType}${f.nullable ? '' : ' not null'}`
   if (f.default?.sql) sql += ` default ${f.default.sql}`
   if (f.unique) sql += ' unique'
-  if (f.ref) {
-    sql += ` references ${f.ref.target.quotedTable} (${f.ref.target.id.quoted})`
-    if (f.ref.onDelete) sql += ` on delete ${f.ref.onDelete}`
-  }
+  if (withReference) sql += references(f)
+  return sql
+}
+
+function references(f: FieldMeta): string {
+  if (!f.ref) return ''
+  let sql = ` references ${f.ref.target.quotedTable} (${f.ref.target.id.quoted})`
+  if (f.ref.onDelete) sql += ` on delete ${f.ref.onDelete}`
+  if (f.ref.deferrable) sql += ' deferrable initially deferred'
   return sql
 }

@@ -156,7 +156,7 @@ function referenceField(prop: string, spec: ManyToOneSpec, target: EntityMeta): 
     default: undefined,
     unique: false,
     enumValues: undefined,
-    ref: { target, onDelete: spec.onDelete },
+    ref: { target, onDelete: spec.onDelete, deferrable: spec.deferrable, fixUp: false },
     version: false,
   }
 }

@@ -14,7 +14,7 @@ type Nullable<T, N> = N extends true ? T | null : T
 type WritableValue<D extends SchemaDefs, P> =
   P extends Column<infer T, infer N, boolean>
     ? Nullable<T, N>
-    : P extends ManyToOne<infer Target, infer N>
+    : P extends ManyToOne<infer Target, infer N, boolean>
       ? Target extends EntityName<D>
         ? Nullable<Entity<D, Target>, N>
         : never
@@ -29,7 +29,7 @@ type ReadonlyValue<D extends SchemaDefs, P> =
         : never
       : never
 
-type WritableKeys<P> = { [F in keyof P]: P[F] extends Column<unknown, boolean, boolean> | ManyToOne<string, boolean> ? F : never }[keyof P]
+type WritableKeys<P> = { [F in keyof P]: P[F] extends Column<unknown, boolean, boolean> | ManyToOne<string, boolean, boolean> ? F : never }[keyof P]
 
 /**
  * The object type of entity `K`: columns and many-to-one references are assignable properties, the
@@ -55,14 +55,15 @@ export type IdOf<D extends SchemaDefs, K extends EntityName<D>> = {
 }[keyof PropsOf<D, K>]
 
 type RequiredOnCreate<P> = {
-  [F in keyof P]: P[F] extends Column<unknown, false, false> | ManyToOne<string, false> ? F : never
+  [F in keyof P]: P[F] extends Column<unknown, false, false> | ManyToOne<string, false, false> ? F : never
 }[keyof P]
 
 type OptionalOnCreate<P> = {
   [F in keyof P]: P[F] extends
     | Column<unknown, true, boolean>
     | Column<unknown, boolean, true>
-    | ManyToOne<string, true>
+    | ManyToOne<string, true, boolean>
+    | ManyToOne<string, boolean, true>
     | Id<unknown, 'uuid'>
     | ManyToMany<string>
     ? F
@@ -99,7 +100,7 @@ export interface Comparison<T> {
 type FilterValue<D extends SchemaDefs, P> =
   P extends Column<infer T, infer N, boolean>
     ? Nullable<T, N> | (Comparison<T> & (T extends string ? { like?: string } : unknown))
-    : P extends ManyToOne<infer Target, infer N>
+    : P extends ManyToOne<infer Target, infer N, boolean>
       ? Target extends EntityName<D>
         ? Nullable<Entity<D, Target> | IdOf<D, Target>, N> | Comparison<Entity<D, Target> | IdOf<D, Target>>
         : never
@@ -121,7 +122,7 @@ export type OrderBy<D extends SchemaDefs, K extends EntityName<D>> = {
 /** Names of K's relation properties, for `em.populate`. */
 export type RelationName<D extends SchemaDefs, K extends EntityName<D>> = {
   [F in keyof PropsOf<D, K>]: PropsOf<D, K>[F] extends
-    | ManyToOne<string, boolean>
+    | ManyToOne<string, boolean, boolean>
     | OneToMany<string, string>
     | ManyToMany<string>
     ? F

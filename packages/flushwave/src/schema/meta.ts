@@ -43,6 +43,12 @@ export interface FieldMeta {
 export interface ReferenceMeta {
   readonly target: EntityMeta
   readonly onDelete: OnDelete | undefined
+  readonly deferrable: boolean
+  /**
+   * Set on one nullable reference of each cycle of immediate foreign keys: a row inserted with a
+   * new target gets NULL here, and an UPDATE later in the same pipeline sets the reference.
+   */
+  readonly fixUp: boolean
 }
 
 export interface OneToManyMeta {

@@ -73,6 +73,7 @@ export function computeChanges(map: IdentityMap, assigned: ReadonlyMap<HasState,
     const snapshot: Record<string, unknown> = {}
     if (state.status === 'new') {
       const values = meta.fields.map((field) => {
+        if (!(field.prop in state.values)) throw new EntityStateError(`${label(state)}.${field.prop} is required: set it before flushing`)
         const value = state.values[field.prop]
         const text = fieldText(state, field, value)
         snapshot[field.prop] = field.ref ? value : text

@@ -45,6 +45,7 @@ export class UnitOfWork implements CollectionFactory {
       if (field.prop in data && data[field.prop] !== undefined) value = data[field.prop]
       else if (field.default) value = field.default.make()
       else if (field.nullable) value = null
+      else if (field.ref?.deferrable) continue // checked at COMMIT: set it any time before the flush
       else throw new InvalidValueError(meta.name, field.prop, data[field.prop], 'is required')
       checkValue(state, field, value)
       state.values[field.prop] = value
