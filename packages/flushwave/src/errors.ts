@@ -99,6 +99,29 @@ export class CheckViolationError extends FlushError {
   override name = 'CheckViolationError'
 }
 
+/** 40001: the transaction could not be serialized with concurrent ones. Retrying the unit of work is safe. */
+export class SerializationError extends FlushError {
+  override name = 'SerializationError'
+  readonly retryable = true
+}
+
+/** 40P01: PostgreSQL broke a deadlock by aborting this transaction. Retrying the unit of work is safe. */
+export class DeadlockError extends FlushError {
+  override name = 'DeadlockError'
+  readonly retryable = true
+}
+
+/** 55P03: a row or table lock was not available within `lock_timeout` (or NOWAIT). */
+export class LockTimeoutError extends FlushError {
+  override name = 'LockTimeoutError'
+  readonly retryable = true
+}
+
+/** 57014: the statement ran past `statement_timeout` (or was cancelled). */
+export class StatementTimeoutError extends FlushError {
+  override name = 'StatementTimeoutError'
+}
+
 /** The connection failed mid-flush; see `outcome` for what is known about the transaction. */
 export class ConnectionLostError extends FlushwaveError {
   override name = 'ConnectionLostError'

@@ -11,6 +11,7 @@ function beginExecutor(sql: postgres.Sql): Executor {
   return {
     read: (statement) => base.read(statement),
     nextIds: (requests) => base.nextIds(requests),
+    transaction: (fn) => base.transaction(fn),
     async write(waves) {
       const rowCounts: number[][] = []
       await sql.begin(async (tx) => {

@@ -12,6 +12,11 @@ export interface Executor {
   write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome>
   /** Fetches `count` values from the sequence behind each table's id column, in one statement. */
   nextIds(requests: readonly IdRequest[]): Promise<IdBlocks>
+  /**
+   * Runs `fn` with an executor bound to one database transaction, committed when `fn` resolves and
+   * rolled back when it throws. That executor's `write` sends no BEGIN or COMMIT of its own.
+   */
+  transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T>
 }
 
 export interface IdBlocks {

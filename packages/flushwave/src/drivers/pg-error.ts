@@ -1,6 +1,10 @@
 import {
   CheckViolationError,
+  DeadlockError,
+  LockTimeoutError,
   OptimisticLockError,
+  SerializationError,
+  StatementTimeoutError,
   FlushError,
   ForeignKeyViolationError,
   NotNullViolationError,
@@ -41,6 +45,10 @@ const classes: Record<string, typeof FlushError> = {
   '23505': UniqueViolationError,
   '23503': ForeignKeyViolationError,
   '23001': ForeignKeyViolationError, // restrict_violation: ON DELETE RESTRICT
+  '40001': SerializationError,
+  '40P01': DeadlockError,
+  '55P03': LockTimeoutError,
+  '57014': StatementTimeoutError,
   '23502': NotNullViolationError,
   '23514': CheckViolationError,
 }

@@ -10,6 +10,8 @@ const TEXT_OID = 25
 
 export interface PostgresJsOptions {
   readonly onQuery?: (event: QueryEvent) => void
+  /** Set on the executor of `transaction()`: `sql` is then inside a transaction it does not own. */
+  readonly inTransaction?: boolean
 }
 
 /**
@@ -52,7 +54,13 @@ export class PostgresJsExecutor implements Executor {
     return { ids: out, roundTrips: readRoundTrips(query) }
   }
 
+  transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T> {
+    if (this.options.inTransaction) throw new FlushwaveError('transactions do not nest: already inside em.transaction()')
+    return this.sql.begin((tx) => fn(new PostgresJsExecutor(tx as unknown as Sql, { ...this.options, inTransaction: true }))) as Promise<T>
+  }
+
   async write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome> {
+    if (this.options.inTransaction) return this.writeInTransaction(waves)
     const batches = this.batches(waves)
     const conn = await this.sql.reserve()
     let ended = false
@@ -98,6 +106,27 @@ export class PostgresJsExecutor implements Executor {
     } finally {
       conn.release()
     }
+  }
+
+  /**
+   * Inside a user's transaction: the same pipelines without BEGIN and COMMIT. A failure aborts the
+   * transaction (PostgreSQL answers later statements with 25P02); `transaction()` then rolls back.
+   */
+  private async writeInTransaction(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome> {
+    let roundTrips = 0
+    let coldStatements = 0
+    const rowCounts: number[][] = []
+    for (const batch of this.batches(waves)) {
+      const queries = batch.statements.map((s) => (this.emit('write', s), this.run(this.sql, s)))
+      const settled = await Promise.allSettled(queries)
+      roundTrips += pipelineRoundTrips(queries)
+      coldStatements += queries.filter(wasDescribed).length
+      const failure = firstFailure(settled, 0, batch.statements)
+      if (failure !== undefined) throw failure instanceof FlushwaveError ? failure : lost(failure, false)
+      rowCounts[batch.wave] ??= []
+      settled.forEach((r) => rowCounts[batch.wave]!.push((r as PromiseFulfilledResult<{ count: number }>).value.count))
+    }
+    return { rowCounts, roundTrips, coldStatements }
   }
 
   /** Splits waves into pipelines that fit under max_pipeline with BEGIN and COMMIT. */

@@ -24,14 +24,42 @@ export class EntityManager<D extends SchemaDefs> {
   private readonly uow = new UnitOfWork()
   private readonly loader: Loader
   private flushing = false
+  /** Undo steps of flushes inside `transaction()`, replayed if it rolls back. */
+  private journal: (() => void)[] | undefined
 
   /** @internal use `Flushwave.em()` */
   constructor(
     private readonly schema: Schema<D>,
-    private readonly executor: Executor,
+    private executor: Executor,
     private readonly ids: IdPool,
   ) {
-    this.loader = new Loader(this.uow, executor)
+    this.loader = new Loader(this.uow, () => this.executor)
+  }
+
+  /**
+   * Runs `fn` inside one database transaction: its reads see its own flushes, each flush pipelines
+   * its statements with no BEGIN or COMMIT of its own, and the transaction commits when `fn`
+   * resolves. If `fn` throws, everything rolls back and every entity is as it was before.
+   */
+  async transaction<T>(fn: (em: this) => Promise<T>): Promise<T> {
+    if (this.journal) throw new EntityStateError('transactions do not nest: already inside em.transaction()')
+    const outer = this.executor
+    const journal: (() => void)[] = []
+    try {
+      return await outer.transaction(async (executor) => {
+        this.executor = executor
+        this.journal = journal
+        try {
+          return await fn(this)
+        } finally {
+          this.executor = outer
+          this.journal = undefined
+        }
+      })
+    } catch (error) {
+      for (const undo of journal.reverse()) undo()
+      throw error
+    }
   }
 
   /** A new entity, inserted by the next flush. Defaults apply now; a uuid id is made now. */
@@ -103,7 +131,7 @@ export class EntityManager<D extends SchemaDefs> {
     if (this.flushing) throw new EntityStateError('flush() is already running on this EntityManager')
     this.flushing = true
     try {
-      return await flush({ uow: this.uow, executor: this.executor, ids: this.ids, order: this.schema.insertOrder })
+      return await flush({ uow: this.uow, executor: this.executor, ids: this.ids, order: this.schema.insertOrder, journal: this.journal })
     } finally {
       this.flushing = false
     }

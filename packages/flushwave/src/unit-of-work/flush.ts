@@ -32,6 +32,8 @@ export interface FlushContext {
   readonly executor: Executor
   readonly ids: IdPool
   readonly order: readonly EntityMeta[]
+  /** Inside `em.transaction()`: where to leave what undoes this flush's bookkeeping if it rolls back. */
+  readonly journal?: (() => void)[] | undefined
 }
 
 /**
@@ -60,6 +62,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) giveBack(ctx, assigned)
     throw error
   }
+  ctx.journal?.push(undoer(ctx, set, assigned))
   record(ctx.uow, set, assigned)
   return result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, started)
 }
@@ -87,6 +90,34 @@ function giveBack(ctx: FlushContext, assigned: ReadonlyMap<HasState, string>): v
     byMeta.set(meta, [...(byMeta.get(meta) ?? []), id])
   }
   for (const [meta, ids] of byMeta) ctx.ids.give(meta, ids)
+}
+
+/**
+ * Captures what `record` will change, for a transaction that may still roll back: statuses, ids,
+ * snapshots, values (versions, nulled references), identity-map entries and collections.
+ */
+function undoer(ctx: FlushContext, set: ChangeSet, assigned: ReadonlyMap<HasState, string>): () => void {
+  const touched = new Set<HasState>([...set.inserted, ...set.written.keys(), ...set.deleted, ...set.nulled.map(([e]) => e)])
+  const saved = [...touched].map((entity) => {
+    const s = entity[STATE]
+    return { entity, status: s.status, id: s.id, snapshot: s.snapshot && { ...s.snapshot }, values: { ...s.values } }
+  })
+  const links = set.collections.map((c) => ({ c, persisted: c.persisted && new Set(c.persisted), added: new Set(c.added), removed: new Set(c.removed) }))
+  return () => {
+    for (const { entity, status, id, snapshot, values } of saved) {
+      const s = entity[STATE]
+      ctx.uow.map.delete(entity)
+      Object.assign(s, { status, id, snapshot })
+      Object.assign(s.values, values)
+      ctx.uow.map.add(entity)
+    }
+    for (const { c, persisted, added, removed } of links) {
+      c.persisted = persisted
+      for (const x of added) c.added.add(x)
+      for (const x of removed) c.removed.add(x)
+    }
+    giveBack(ctx, assigned)
+  }
 }
 
 /** After COMMIT: ids, statuses and snapshots now describe the rows. */

@@ -22,7 +22,8 @@ export class Loader {
 
   constructor(
     private readonly uow: UnitOfWork,
-    private readonly executor: Executor,
+    /** The EntityManager's executor at the time of each read (it changes inside a transaction). */
+    private readonly executor: () => Executor,
   ) {}
 
   /** The entity with this id, or undefined when no row has it. Loaded entities come from the identity map. */
@@ -41,7 +42,7 @@ export class Loader {
   }
 
   async find(meta: EntityMeta, where: readonly Condition[], options: SelectOptions): Promise<HasState[]> {
-    const rows = await this.executor.read(renderFind(meta, where, options))
+    const rows = await this.executor().read(renderFind(meta, where, options))
     return rows.map((row) => this.uow.hydrate(meta, row))
   }
 
@@ -50,7 +51,7 @@ export class Loader {
     if (!first) return
     const meta = first.meta
     const ids = owners.map((o) => o[STATE].meta.id.type.toText(o[STATE].id))
-    const rows = await this.executor.read(renderLoadByReference(meta.target, meta.inverse, ids))
+    const rows = await this.executor().read(renderLoadByReference(meta.target, meta.inverse, ids))
     for (const row of rows) this.uow.hydrate(meta.target, row)
     for (const c of collections) c.loaded = true
   }
@@ -60,7 +61,7 @@ export class Loader {
     if (!first) return
     const link = first.meta
     const ids = owners.map((o) => link.owner.id.type.toText(o[STATE].id))
-    const rows = await this.executor.read(renderLoadLinks(link, ids))
+    const rows = await this.executor().read(renderLoadLinks(link, ids))
     const byOwner = new Map<string, Set<HasState>>(ids.map((id) => [id, new Set()]))
     for (const row of rows) {
       const owner = link.owner.id.type.toText(link.owner.id.type.fromDb(row[0]))
@@ -87,7 +88,7 @@ export class Loader {
 
   private async run(meta: EntityMeta, waiting: Map<string, Waiting[]>): Promise<void> {
     try {
-      const rows = await this.executor.read(renderLoadByIds(meta, [...waiting.keys()]))
+      const rows = await this.executor().read(renderLoadByIds(meta, [...waiting.keys()]))
       const found = new Map<string, HasState>()
       for (const row of rows) {
         const entity = this.uow.hydrate(meta, row)
