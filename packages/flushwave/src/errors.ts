@@ -21,6 +21,25 @@ export class InvalidValueError extends FlushwaveError {
   }
 }
 
+export interface ValidationFailure {
+  /** `Author#3`, or `new Author` for one without an id yet. */
+  readonly entity: string
+  /** The property, or undefined for a rule about the whole entity. */
+  readonly property: string | undefined
+  readonly message: string
+}
+
+/** Validation rules failed; every failure of the flush is listed. Nothing was sent. */
+export class ValidationError extends FlushwaveError {
+  override name = 'ValidationError'
+  constructor(readonly failures: readonly ValidationFailure[]) {
+    super(
+      `${failures.length} validation failure${failures.length === 1 ? '' : 's'}: ` +
+        failures.map((f) => `${f.entity}${f.property ? `.${f.property}` : ''} ${f.message}`).join('; '),
+    )
+  }
+}
+
 /** An entity was used in a way its state forbids (removed, of another EntityManager, id not yet assigned…). */
 export class EntityStateError extends FlushwaveError {
   override name = 'EntityStateError'

@@ -3,6 +3,7 @@ import type { Executor, QueryEvent } from './drivers/executor.js'
 import { PostgresJsExecutor } from './drivers/postgres-js.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
 import { EntityManager } from './unit-of-work/entity-manager.js'
+import type { Hooks } from './unit-of-work/hooks.js'
 import { IdPool } from './unit-of-work/id-pool.js'
 
 export interface FlushwaveOptions<D extends SchemaDefs> {
@@ -13,6 +14,8 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly onQuery?: (event: QueryEvent) => void
   /** Spare sequence ids fetched with a table's first shortfall (default 256; doubles with each later one). */
   readonly idBlockSize?: number
+  /** Lifecycle hooks and validation: `{ entities: { Author: { beforeCreate, validate, … } }, beforeFlush, afterCommit }`. */
+  readonly hooks?: Hooks<D>
 }
 
 /** One per process (per database): holds the schema, the executor and the shared id pool. */
@@ -20,16 +23,18 @@ export class Flushwave<D extends SchemaDefs> {
   readonly schema: Schema<D>
   readonly executor: Executor
   private readonly ids: IdPool
+  private readonly hooks: Hooks<D>
 
   constructor(options: FlushwaveOptions<D> & { readonly executor?: Executor }) {
     this.schema = options.schema
+    this.hooks = options.hooks ?? {}
     this.executor = options.executor ?? new PostgresJsExecutor(options.sql, options.onQuery ? { onQuery: options.onQuery } : {})
-    this.ids = new IdPool((requests) => this.executor.nextIds(requests), options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
+    this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
   }
 
   /** A new EntityManager: one per request or job. */
   em(): EntityManager<D> {
-    return new EntityManager(this.schema, this.executor, this.ids)
+    return new EntityManager(this.schema, this.executor, this.ids, this.hooks)
   }
 }
 

@@ -6,6 +6,7 @@ export type { AnyEntity, Comparison, CreateInput, Entity, EntityName, EntityOf, 
 export type { Collection } from './unit-of-work/collection.js'
 export { EntityManager, type FindOptions } from './unit-of-work/entity-manager.js'
 export type { FlushResult } from './unit-of-work/flush.js'
+export type { EntityHooks, Hooks } from './unit-of-work/hooks.js'
 export type { Plan, Wave, Preparation } from './plan/plan.js'
 export { tableOf, entityOf, type Op, type InsertOp, type UpdateOp, type DeleteOp, type LinkInsertOp, type LinkDeleteOp, type LinkPurgeOp, type CascadeDeleteOp, type CascadeNullOp, type RowSet } from './plan/ops.js'
 export type { Executor, QueryEvent, WriteOutcome } from './drivers/executor.js'

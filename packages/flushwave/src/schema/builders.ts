@@ -25,7 +25,12 @@ export interface ColumnSpec {
   readonly enumValues: readonly string[] | undefined
   /** The optimistic-lock version column: checked and advanced by every update and delete. */
   readonly version: boolean
+  /** Validation rules, checked before every flush that writes the field: a message when broken. */
+  readonly rules: readonly Rule[]
 }
+
+/** A validation rule: undefined when the value is fine, else what is wrong with it. */
+export type Rule = (value: never) => string | undefined
 
 export type IdStrategy = 'sequence' | 'uuid'
 
@@ -88,6 +93,31 @@ export class Column<T, N extends boolean = false, D extends boolean = false> {
   /** Database column name, when it is not the snake_case of the property. */
   column(name: string): Column<T, N, D> {
     return new Column({ ...this.spec, column: name })
+  }
+
+  /** A validation rule (null values skip it): return a message when the value is not acceptable. */
+  check(rule: (value: T) => string | undefined): this {
+    return new (this.constructor as new (spec: ColumnSpec) => this)({ ...this.spec, rules: [...this.spec.rules, rule as Rule] })
+  }
+
+  /** Length bounds for text, in characters (code points). */
+  length(bounds: { min?: number; max?: number }): this {
+    return this.check((value) => {
+      const n = [...String(value)].length
+      if (bounds.min !== undefined && n < bounds.min) return `must be at least ${bounds.min} characters long`
+      if (bounds.max !== undefined && n > bounds.max) return `must be at most ${bounds.max} characters long`
+      return undefined
+    })
+  }
+
+  /** Bounds for numbers (also bigint and decimal strings). */
+  range(bounds: { min?: number | bigint; max?: number | bigint }): this {
+    return this.check((value) => {
+      const v = typeof value === 'bigint' ? value : Number(value)
+      if (bounds.min !== undefined && v < bounds.min) return `must be at least ${bounds.min}`
+      if (bounds.max !== undefined && v > bounds.max) return `must be at most ${bounds.max}`
+      return undefined
+    })
   }
 }
 
@@ -160,6 +190,7 @@ function column<T>(type: ColumnType<T>, enumValues?: readonly string[]): Column<
     column: undefined,
     enumValues,
     version: false,
+    rules: [],
   })
 }
 

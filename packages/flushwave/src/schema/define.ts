@@ -142,6 +142,7 @@ function columnField(prop: string, spec: ColumnSpec): FieldMeta {
     enumValues: spec.enumValues,
     ref: undefined,
     version: spec.version,
+    rules: spec.rules,
   }
 }
 
@@ -158,6 +159,7 @@ function referenceField(prop: string, spec: ManyToOneSpec, target: EntityMeta): 
     enumValues: undefined,
     ref: { target, onDelete: spec.onDelete, deferrable: spec.deferrable, fixUp: false },
     version: false,
+    rules: [],
   }
 }
 

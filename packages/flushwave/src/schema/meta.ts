@@ -1,5 +1,5 @@
 import type { ColumnType } from './column-types.js'
-import type { DefaultSpec, IdStrategy, OnDelete } from './builders.js'
+import type { DefaultSpec, IdStrategy, OnDelete, Rule } from './builders.js'
 
 /** Resolved, runtime description of an entity: what the unit of work, planner and SQL renderer read. */
 export interface EntityMeta {
@@ -38,6 +38,8 @@ export interface FieldMeta {
   readonly ref: ReferenceMeta | undefined
   /** True for the optimistic-lock version field. */
   readonly version: boolean
+  /** Validation rules of the column (none for references). */
+  readonly rules: readonly Rule[]
 }
 
 export interface ReferenceMeta {

@@ -3,6 +3,7 @@ import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate, Text } from 
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { label, STATE, type EntityState, type HasState } from './entity-state.js'
 import type { IdentityMap } from './identity-map.js'
+import { isChanged } from './dirty.js'
 import { ManyToManyCollection } from './many-to-many.js'
 
 /** What a flush writes, and what to record once it committed. */
@@ -85,11 +86,8 @@ export function computeChanges(map: IdentityMap, assigned: ReadonlyMap<HasState,
     } else {
       const changed = new Map<number, Text>()
       meta.fields.forEach((field, i) => {
-        if (field.version || !(field.prop in state.values)) return
+        if (!isChanged(state, field)) return
         const value = state.values[field.prop]
-        // Scalars compare in text form, so in-place changes to a Date or JSON object count.
-        const now = field.ref || value === null ? value : field.type.toText(value)
-        if (state.snapshot && field.prop in state.snapshot && state.snapshot[field.prop] === now) return
         const text = fieldText(state, field, value)
         changed.set(i, text)
         snapshot[field.prop] = field.ref ? value : text

@@ -1,14 +1,18 @@
 import type { Executor } from '../drivers/executor.js'
-import { EntityStateError, InvalidValueError, NotFoundError } from '../errors.js'
+import { EntityStateError, FlushwaveError, InvalidValueError, NotFoundError } from '../errors.js'
 import type { Schema, SchemaDefs } from '../schema/define.js'
 import type { CreateInput, Entity, EntityName, IdOf, OrderBy, RelationName, Where } from '../schema/infer.js'
 import { STATE, type HasState } from './entity-state.js'
+import type { ChangeSet } from './change-set.js'
+import { isDirty } from './dirty.js'
 import { flush, type FlushResult } from './flush.js'
+import { MAX_HOOK_ROUNDS, type EntityHooks, type Hooks } from './hooks.js'
 import type { IdPool } from './id-pool.js'
 import { Loader } from './loader.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
 import { UnitOfWork } from './unit-of-work.js'
+import { validate } from './validation.js'
 import { columnOf, conditions } from './where.js'
 
 export interface FindOptions<D extends SchemaDefs, K extends EntityName<D>> {
@@ -26,12 +30,15 @@ export class EntityManager<D extends SchemaDefs> {
   private flushing = false
   /** Undo steps of flushes inside `transaction()`, replayed if it rolls back. */
   private journal: (() => void)[] | undefined
+  /** afterCommit calls of flushes inside `transaction()`, made once it commits. */
+  private deferred: (() => Promise<void>)[] | undefined
 
   /** @internal use `Flushwave.em()` */
   constructor(
     private readonly schema: Schema<D>,
     private executor: Executor,
     private readonly ids: IdPool,
+    private readonly hooks: Hooks<D> = {},
   ) {
     this.loader = new Loader(this.uow, () => this.executor)
   }
@@ -45,21 +52,27 @@ export class EntityManager<D extends SchemaDefs> {
     if (this.journal) throw new EntityStateError('transactions do not nest: already inside em.transaction()')
     const outer = this.executor
     const journal: (() => void)[] = []
+    const deferred: (() => Promise<void>)[] = []
+    let value: T
     try {
-      return await outer.transaction(async (executor) => {
+      value = await outer.transaction(async (executor) => {
         this.executor = executor
         this.journal = journal
+        this.deferred = deferred
         try {
           return await fn(this)
         } finally {
           this.executor = outer
           this.journal = undefined
+          this.deferred = undefined
         }
       })
     } catch (error) {
       for (const undo of journal.reverse()) undo()
       throw error
     }
+    for (const call of deferred) await call()
+    return value
   }
 
   /** A new entity, inserted by the next flush. Defaults apply now; a uuid id is made now. */
@@ -126,12 +139,28 @@ export class EntityManager<D extends SchemaDefs> {
     await Promise.all(relations.map((relation) => this.populateOne(list, relation)))
   }
 
-  /** Writes every change in one transaction; see FlushResult for what it did. */
+  /**
+   * Writes every change in one transaction; see FlushResult for what it did. First the hooks run
+   * and every validation rule is checked (nothing is sent if one fails), then ids are taken from
+   * the pool and everything goes out in one pipeline.
+   */
   async flush(): Promise<FlushResult> {
     if (this.flushing) throw new EntityStateError('flush() is already running on this EntityManager')
     this.flushing = true
     try {
-      return await flush({ uow: this.uow, executor: this.executor, ids: this.ids, order: this.schema.insertOrder, journal: this.journal })
+      await this.runBeforeHooks()
+      validate(this.uow.map.all(), (name) => this.entityHooks(name)?.validate as never)
+      let written: ChangeSet | undefined
+      const result = await flush({
+        uow: this.uow,
+        executor: this.executor,
+        ids: this.ids,
+        order: this.schema.insertOrder,
+        journal: this.journal,
+        onWritten: (set) => (written = set),
+      })
+      if (written) await this.afterCommit(result, written)
+      return result
     } finally {
       this.flushing = false
     }
@@ -145,6 +174,56 @@ export class EntityManager<D extends SchemaDefs> {
   /** Whether the entity's row has been read (false for references not loaded yet). */
   isLoaded<K extends EntityName<D>>(entity: Entity<D, K>): boolean {
     return this.uow.own(entity).status !== 'stub'
+  }
+
+  private entityHooks(name: string): EntityHooks<D, EntityName<D>> | undefined {
+    return (this.hooks.entities as Record<string, EntityHooks<D, EntityName<D>>> | undefined)?.[name]
+  }
+
+  /** beforeFlush once, then the entity hooks of every new, changed or removed entity, until none is left. */
+  private async runBeforeHooks(): Promise<void> {
+    if (!this.hooks.beforeFlush && !this.hooks.entities) return
+    await this.hooks.beforeFlush?.(this)
+    if (!this.hooks.entities) return
+    const seen = new Map<HasState, 'create' | 'update' | 'delete'>()
+    for (let round = 1; ; round++) {
+      let called = 0
+      for (const entity of this.uow.map.all()) {
+        const state = entity[STATE]
+        const kind = state.status === 'new' ? 'create' : state.status === 'removed' ? 'delete' : isDirty(state) ? 'update' : undefined
+        if (!kind || seen.get(entity) === kind) continue
+        seen.set(entity, kind)
+        const hooks = this.entityHooks(state.meta.name)
+        const hook = kind === 'create' ? hooks?.beforeCreate : kind === 'update' ? hooks?.beforeUpdate : hooks?.beforeDelete
+        if (!hook) continue
+        called++
+        await hook(entity as never, this)
+      }
+      if (called === 0) return
+      if (round === MAX_HOOK_ROUNDS) {
+        throw new FlushwaveError(`before-hooks still created or changed entities after ${MAX_HOOK_ROUNDS} rounds; a hook keeps creating work`)
+      }
+    }
+  }
+
+  private async afterCommit(result: FlushResult, set: ChangeSet): Promise<void> {
+    const calls: (() => void | Promise<void>)[] = []
+    const each = (entities: Iterable<HasState>, change: 'created' | 'updated' | 'deleted') => {
+      for (const entity of entities) {
+        const hook = this.entityHooks(entity[STATE].meta.name)?.afterCommit
+        if (hook) calls.push(() => hook(entity as never, change, this))
+      }
+    }
+    each(set.inserted, 'created')
+    each([...set.written.keys()].filter((e) => !set.inserted.includes(e)), 'updated')
+    each(set.deleted, 'deleted')
+    if (this.hooks.afterCommit) calls.push(() => this.hooks.afterCommit!(result, this))
+    if (calls.length === 0) return
+    const run = async () => {
+      for (const call of calls) await call()
+    }
+    if (this.deferred) this.deferred.push(run)
+    else await run()
   }
 
   private async populateOne(list: HasState[], relation: string): Promise<void> {

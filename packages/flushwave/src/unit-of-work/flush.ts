@@ -34,6 +34,8 @@ export interface FlushContext {
   readonly order: readonly EntityMeta[]
   /** Inside `em.transaction()`: where to leave what undoes this flush's bookkeeping if it rolls back. */
   readonly journal?: (() => void)[] | undefined
+  /** Told, after the bookkeeping, which entities the committed (or journaled) flush wrote. */
+  readonly onWritten?: (set: ChangeSet) => void
 }
 
 /**
@@ -64,6 +66,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   }
   ctx.journal?.push(undoer(ctx, set, assigned))
   record(ctx.uow, set, assigned)
+  ctx.onWritten?.(set)
   return result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, started)
 }
 
@@ -72,7 +75,7 @@ async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, s
   const assigned = new Map<HasState, string>()
   if (needed.size === 0) return { assigned, preparation: [] }
   const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
-  const { ids, fetched } = await ctx.ids.take(counts)
+  const { ids, fetched } = await ctx.ids.take(counts, (requests) => ctx.executor.nextIds(requests))
   for (const [meta, list] of needed) list.forEach((entity, i) => assigned.set(entity, ids.get(meta)![i]!))
   const preparation = fetched.map(({ counts, roundTrips }): Preparation => ({
     kind: 'allocate-ids',

@@ -28,10 +28,7 @@ export class IdPool {
   private readonly blocks = new Map<EntityMeta, number>()
   private readonly blockSize: number
 
-  constructor(
-    private readonly fetch: (requests: readonly IdRequest[]) => Promise<IdBlocks>,
-    options: IdPoolOptions = {},
-  ) {
+  constructor(options: IdPoolOptions = {}) {
     this.blockSize = options.blockSize ?? 256
   }
 
@@ -39,7 +36,11 @@ export class IdPool {
    * Takes `count` ids per entity. Resolves with the ids and the number of fetches it waited on
    * (0 in steady state). Concurrent flushes may drain what a fetch brought, hence the bounded loop.
    */
-  async take(counts: ReadonlyMap<EntityMeta, number>): Promise<{ ids: Map<EntityMeta, string[]>; fetched: Fetch[] }> {
+  async take(
+    counts: ReadonlyMap<EntityMeta, number>,
+    /** The flush's executor: inside a transaction, its connection (the pool's may all be busy). */
+    fetch: (requests: readonly IdRequest[]) => Promise<IdBlocks>,
+  ): Promise<{ ids: Map<EntityMeta, string[]>; fetched: Fetch[] }> {
     const fetched: Fetch[] = []
     for (let attempt = 0; attempt < 5; attempt++) {
       const requests: { meta: EntityMeta; count: number }[] = []
@@ -53,7 +54,7 @@ export class IdPool {
         this.blocks.set(meta, Math.min(block * 2, MAX_BLOCK))
         requests.push({ meta, count: Math.max(0, count - have) + block })
       }
-      const blocks = await this.fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
+      const blocks = await fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
       requests.forEach((r, i) => this.pools.set(r.meta, this.pools.get(r.meta)?.concat(blocks.ids[i]!) ?? [...blocks.ids[i]!]))
       fetched.push({ counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips })
     }
