@@ -14,6 +14,8 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly onQuery?: (event: QueryEvent) => void
   /** Spare sequence ids fetched with a table's first shortfall (default 256; doubles with each later one). */
   readonly idBlockSize?: number
+  /** Rows per statement at most (default 10,000); larger flushes send more statements, still pipelined. */
+  readonly maxRowsPerStatement?: number
   /** Lifecycle hooks and validation: `{ entities: { Author: { beforeCreate, validate, … } }, beforeFlush, afterCommit }`. */
   readonly hooks?: Hooks<D>
 }
@@ -24,17 +26,19 @@ export class Flushwave<D extends SchemaDefs> {
   readonly executor: Executor
   private readonly ids: IdPool
   private readonly hooks: Hooks<D>
+  private readonly maxRowsPerStatement: number | undefined
 
   constructor(options: FlushwaveOptions<D> & { readonly executor?: Executor }) {
     this.schema = options.schema
     this.hooks = options.hooks ?? {}
+    this.maxRowsPerStatement = options.maxRowsPerStatement
     this.executor = options.executor ?? new PostgresJsExecutor(options.sql, options.onQuery ? { onQuery: options.onQuery } : {})
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
   }
 
   /** A new EntityManager: one per request or job. */
   em(): EntityManager<D> {
-    return new EntityManager(this.schema, this.executor, this.ids, this.hooks)
+    return new EntityManager(this.schema, this.executor, this.ids, this.hooks, this.maxRowsPerStatement)
   }
 }
 

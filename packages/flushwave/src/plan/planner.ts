@@ -13,7 +13,12 @@ import type { Plan, Preparation } from './plan.js'
  * away from a parent about to be deleted. PostgreSQL runs pipelined statements in the order sent,
  * so ordering costs no round trip: every value is known, so every op goes in the first wave.
  */
-export function planFlush(changes: Changes, order: readonly EntityMeta[], preparation: readonly Preparation[] = []): Plan {
+export function planFlush(
+  changes: Changes,
+  order: readonly EntityMeta[],
+  preparation: readonly Preparation[] = [],
+  maxRows = DEFAULT_MAX_ROWS,
+): Plan {
   const ops: Op[] = []
   const inserts = byEntity(changes.inserts)
   const updates = byEntity(changes.updates)
@@ -48,8 +53,44 @@ export function planFlush(changes: Changes, order: readonly EntityMeta[], prepar
     cascade(set, order, ops)
     ops.push(...purgeOps(set, links), deleteOp(entity, rows))
   }
-  const waves = ops.length === 0 ? [] : [{ ops, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
+  const chunked = ops.flatMap((op) => chunk(op, maxRows))
+  const waves = chunked.length === 0 ? [] : [{ ops: chunked, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
   return Object.freeze({ waves, preparation })
+}
+
+/**
+ * Rows per statement at most (10,000 by default): a flush of 100,000 rows becomes a few more
+ * statements of bounded size rather than one huge message, in the same pipeline.
+ */
+export const DEFAULT_MAX_ROWS = 10_000
+
+/** Splits an op with more than `maxRows` rows into ops of at most `maxRows`, in order. */
+export function chunk(op: Op, maxRows: number): Op[] {
+  const rows = 'ids' in op ? op.ids.length : 'owners' in op ? op.owners.length : 0
+  if (rows <= maxRows) return [op]
+  const out: Op[] = []
+  for (let from = 0; from < rows; from += maxRows) {
+    const to = Math.min(rows, from + maxRows)
+    const part = <T>(xs: readonly T[]) => xs.slice(from, to)
+    switch (op.kind) {
+      case 'insert':
+        out.push({ ...op, ids: part(op.ids), columns: op.columns.map(part) })
+        break
+      case 'update':
+        out.push({ ...op, ids: part(op.ids), columns: op.columns.map((c) => ({ values: part(c.values), set: part(c.set) })), versions: op.versions && part(op.versions) })
+        break
+      case 'delete':
+        out.push({ ...op, ids: part(op.ids), versions: op.versions && part(op.versions) })
+        break
+      case 'link-insert':
+      case 'link-delete':
+        out.push({ ...op, owners: part(op.owners), targets: part(op.targets) })
+        break
+      default:
+        return [op]
+    }
+  }
+  return out
 }
 
 /**

@@ -32,7 +32,7 @@ export interface ColumnSpec {
 /** A validation rule: undefined when the value is fine, else what is wrong with it. */
 export type Rule = (value: never) => string | undefined
 
-export type IdStrategy = 'sequence' | 'uuid'
+export type IdStrategy = 'sequence' | 'uuid' | 'provided'
 
 export interface IdSpec {
   readonly kind: 'id'
@@ -204,7 +204,10 @@ export const t = {
   /** int8 primary key whose values come from its sequence, allocated in blocks before the flush. */
   id: (): Id<number, 'sequence'> =>
     new Id({ kind: 'id', type: types.serialId as ColumnType<unknown>, strategy: 'sequence', column: undefined }),
-  /** uuid primary key made on the client (UUID v7) when the entity is created. */
+  /** int8 primary key the application provides to `create` (no sequence, no allocation). */
+  providedId: (): Id<number, 'provided'> =>
+    new Id({ kind: 'id', type: types.serialId as ColumnType<unknown>, strategy: 'provided', column: undefined }),
+  /** uuid primary key made on the client (UUID v7) when the entity is created; `create` may pass one. */
   uuidId: (): Id<string, 'uuid'> =>
     new Id({ kind: 'id', type: types.uuid as ColumnType<unknown>, strategy: 'uuid', column: undefined }),
   text: (): Column<string> => column(types.text),

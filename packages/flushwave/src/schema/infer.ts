@@ -55,7 +55,7 @@ export type IdOf<D extends SchemaDefs, K extends EntityName<D>> = {
 }[keyof PropsOf<D, K>]
 
 type RequiredOnCreate<P> = {
-  [F in keyof P]: P[F] extends Column<unknown, false, false> | ManyToOne<string, false, false> ? F : never
+  [F in keyof P]: P[F] extends Column<unknown, false, false> | ManyToOne<string, false, false> | Id<unknown, 'provided'> ? F : never
 }[keyof P]
 
 type OptionalOnCreate<P> = {

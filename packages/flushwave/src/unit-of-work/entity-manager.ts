@@ -12,6 +12,7 @@ import { Loader } from './loader.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
 import { UnitOfWork } from './unit-of-work.js'
+import { DEFAULT_MAX_ROWS } from '../plan/planner.js'
 import { validate } from './validation.js'
 import { columnOf, conditions } from './where.js'
 
@@ -39,6 +40,7 @@ export class EntityManager<D extends SchemaDefs> {
     private executor: Executor,
     private readonly ids: IdPool,
     private readonly hooks: Hooks<D> = {},
+    private readonly maxRowsPerStatement: number = DEFAULT_MAX_ROWS,
   ) {
     this.loader = new Loader(this.uow, () => this.executor)
   }
@@ -157,6 +159,7 @@ export class EntityManager<D extends SchemaDefs> {
         ids: this.ids,
         order: this.schema.insertOrder,
         journal: this.journal,
+        maxRows: this.maxRowsPerStatement,
         onWritten: (set) => (written = set),
       })
       if (written) await this.afterCommit(result, written)

@@ -34,6 +34,8 @@ export interface FlushContext {
   readonly order: readonly EntityMeta[]
   /** Inside `em.transaction()`: where to leave what undoes this flush's bookkeeping if it rolls back. */
   readonly journal?: (() => void)[] | undefined
+  /** Rows per statement at most. */
+  readonly maxRows?: number
   /** Told, after the bookkeeping, which entities the committed (or journaled) flush wrote. */
   readonly onWritten?: (set: ChangeSet) => void
 }
@@ -52,7 +54,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     giveBack(ctx, assigned)
     throw error
   }
-  const plan = planFlush(set.changes, ctx.order, preparation)
+  const plan = planFlush(set.changes, ctx.order, preparation, ctx.maxRows)
   const prepared = preparation.reduce((n, p) => n + p.roundTrips, 0)
   if (isEmpty(set.changes)) return result(plan, [], prepared, 0, started)
   const waves = renderPlan(plan)

@@ -30,8 +30,8 @@ export class UnitOfWork implements CollectionFactory {
     for (const prop in data) {
       if (!known.has(prop)) throw new InvalidValueError(meta.name, prop, data[prop], 'is not a property that create() accepts')
     }
-    if (meta.id.strategy === 'uuid') {
-      const id = data[meta.id.prop] ?? uuidv7()
+    if (meta.id.strategy !== 'sequence') {
+      const id = data[meta.id.prop] ?? (meta.id.strategy === 'uuid' ? uuidv7() : undefined)
       const reason = meta.id.type.check(id)
       if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
       if (this.map.get(meta, id)) throw new EntityStateError(`${meta.name}#${String(id)} is already in this EntityManager`)

@@ -1,0 +1,62 @@
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { defineSchema, entity, flushwave, t, tcpNoDelay } from '../../src/index.js'
+import { testDatabase, type TestDatabase } from '../support/database.js'
+
+const schema = defineSchema({
+  Parent: entity('parent', { id: t.id(), name: t.text() }),
+  Child: entity('child', { id: t.id(), n: t.integer(), parent: t.manyToOne('Parent') }),
+  Fixed: entity('fixed', { id: t.providedId(), label: t.text() }),
+})
+
+let db: TestDatabase<typeof schema.defs>
+beforeAll(async () => {
+  db = await testDatabase(schema, { name: 'big' })
+})
+afterAll(() => db.close())
+
+describe('big flushes', () => {
+  it('split statements by rows and pipelines by the driver in-flight limit; round trips grow with chunks, not rows', async () => {
+    // A pipeline of 6 queries at most: BEGIN, 4 statements, COMMIT.
+    const sql = postgres(db.sql.options as never)
+    const narrow = postgres({ ...(sql.options as object), ...tcpNoDelay, max: 1, max_pipeline: 6 } as never) as postgres.Sql
+    await sql.end()
+    const orm = flushwave({ schema, sql: narrow, maxRowsPerStatement: 1_000, onQuery: (e) => db.queries.push(e) })
+    try {
+      const em = orm.em()
+      const parents = Array.from({ length: 2_500 }, (_, i) => em.create('Parent', { name: `p${i}` }))
+      for (let i = 0; i < 7_500; i++) em.create('Child', { n: i, parent: parents[i % parents.length]! })
+      db.queries.length = 0
+      const result = await em.flush()
+      expect(result.inserted).toEqual({ parent: 2_500, child: 7_500 })
+      expect(result.statements).toBe(3 + 8)
+      const writes = db.queries.filter((q) => q.phase === 'write')
+      expect(writes.map((q) => q.text.split(' (')[0])).toEqual([...Array(3).fill('insert into "parent"'), ...Array(8).fill('insert into "child"')])
+      // 11 statements in pipelines of 4: three pipelines, each shape described once on this fresh connection.
+      expect(result.coldStatements).toBe(2)
+      expect(await db.sql`select count(*)::int as n from child c join parent p on p.id = c.parent_id`).toEqual([{ n: 7_500 }])
+
+      // The same again on the now warm connection: exactly one round trip per pipeline.
+      const again = orm.em()
+      const more = Array.from({ length: 2_500 }, (_, i) => again.create('Parent', { name: `q${i}` }))
+      for (let i = 0; i < 7_500; i++) again.create('Child', { n: i, parent: more[i % more.length]! })
+      const warm = await again.flush()
+      const allocation = warm.plan.preparation.reduce((n, p) => n + p.roundTrips, 0)
+      expect(warm.coldStatements).toBe(0)
+      expect(warm.roundTrips - allocation).toBe(3)
+    } finally {
+      await narrow.end()
+    }
+  })
+
+  it('takes ids the application provides, with no allocation', async () => {
+    const em = db.orm.em()
+    db.queries.length = 0
+    const fixed = em.create('Fixed', { id: 42, label: 'the answer' })
+    expect(fixed.id).toBe(42)
+    expect(() => em.create('Fixed', { label: 'no id' } as never)).toThrow(/id/)
+    await em.flush()
+    expect(db.queries.map((q) => q.phase)).toEqual(['write'])
+    expect(await db.sql`select label from fixed where id = 42`).toEqual([{ label: 'the answer' }])
+  })
+})
