@@ -1,7 +1,7 @@
 // The README's example, kept here so that it is type-checked (pnpm test) and can be run:
 // DATABASE_URL=postgres://… pnpm --filter quickstart exec tsx src/readme-example.ts
 import postgres from 'postgres'
-import { createTablesSql, defineSchema, entity, flushwave, t, type EntityOf } from 'flushwave'
+import { createTablesSql, defineSchema, entity, flushwave, t, tcpNoDelay, type EntityOf } from 'flushwave'
 
 export const schema = defineSchema({
   Author: entity('author', {
@@ -22,7 +22,7 @@ export const schema = defineSchema({
 })
 export type Author = EntityOf<typeof schema, 'Author'>      // { name: string; books: Collection<Book>; … }
 
-const sql = postgres(process.env.DATABASE_URL!)            // your pool; Flushwave opens none
+const sql = postgres(process.env.DATABASE_URL!, { ...tcpNoDelay }) // your pool; Flushwave opens none
 for (const statement of createTablesSql(schema)) await sql.unsafe(statement)  // or your migrations
 const orm = flushwave({ schema, sql })
 

@@ -1,0 +1,87 @@
+// The README's feature examples, kept here so that `pnpm test` type-checks them.
+import postgres from 'postgres'
+import { defineSchema, entity, flushwave, OptimisticLockError, t, tcpNoDelay, ValidationError, type Hooks } from 'flushwave'
+
+// ── schema ───────────────────────────────────────────────────────────────────────────────────────
+export const shop = defineSchema({
+  Customer: entity('customer', {
+    id: t.uuidId(), //                                          UUID v7, made by create()
+    email: t.text().unique().length({ max: 200 }).check((v) => (v.includes('@') ? undefined : 'must contain @')),
+    credit: t.integer().range({ min: 0 }),
+    version: t.version(), //                                    optimistic lock
+    orders: t.oneToMany('Order', 'customer'),
+  }),
+  Order: entity('order', {
+    id: t.id(), //                                              int8 identity, ids pooled in blocks
+    customer: t.manyToOne('Customer').onDelete('cascade'), //   removing a customer removes its orders
+    coupon: t.manyToOne('Coupon').nullable().onDelete('set null'),
+    lines: t.oneToMany('OrderLine', 'order'),
+  }),
+  OrderLine: entity('order_line', {
+    id: t.id(),
+    order: t.manyToOne('Order').onDelete('cascade'),
+    sku: t.text(),
+    quantity: t.integer().range({ min: 1, max: 100 }),
+  }),
+  Coupon: entity('coupon', { id: t.providedId(), code: t.text() }), // ids the application chooses
+})
+
+const hooks: Hooks<typeof shop.defs> = {
+  entities: {
+    Customer: {
+      beforeCreate: (customer) => void (customer.email = customer.email.toLowerCase()),
+      validate: (customer) => (customer.credit > 10_000 ? 'credit above 10,000 needs approval' : undefined),
+    },
+    Order: {
+      // Runs before anything is sent; may read, and what it creates joins the same flush.
+      async beforeCreate(order, em) {
+        const [welcome] = await em.find('Coupon', { code: 'WELCOME' })
+        if (welcome) order.coupon = welcome
+      },
+    },
+  },
+  afterCommit: (result) => console.log(`flushed ${result.statements} statements in ${result.roundTrips} round trip(s)`),
+}
+
+export async function features(url: string): Promise<void> {
+  const sql = postgres(url, { ...tcpNoDelay, max: 10 })
+  const orm = flushwave({ schema: shop, sql, hooks })
+
+  // ── one unit of work ───────────────────────────────────────────────────────────────────────────
+  const em = orm.em()
+  const ann = em.create('Customer', { email: 'Ann@Example.com', credit: 100 })
+  const order = em.create('Order', { customer: ann })
+  em.create('OrderLine', { order, sku: 'tea', quantity: 2 })
+  await em.flush() // BEGIN; 3 inserts; COMMIT: one pipeline
+
+  // ── optimistic locking: a concurrent change makes this flush fail whole, no extra round trip ──
+  ann.credit -= 40
+  try {
+    await em.flush()
+  } catch (error) {
+    if (error instanceof OptimisticLockError) console.log('stale:', error.ids) // reload and retry
+  }
+
+  // ── validation: every failure at once, nothing sent ────────────────────────────────────────────
+  const cake = em.create('OrderLine', { order, sku: 'cake', quantity: 500 })
+  await em.flush().catch((error: unknown) => {
+    if (error instanceof ValidationError) console.log(error.failures) // [{ entity, property: 'quantity', message }]
+  })
+  cake.quantity = 50
+  await em.flush() // fixed: the same EntityManager flushes it
+
+  // ── cascades: customer → orders → lines, deleted with set-based statements in the same pipeline
+  em.remove(ann)
+  await em.flush()
+
+  // ── a transaction around reads and several flushes ─────────────────────────────────────────────
+  await orm.em().transaction(async (tx) => {
+    const bob = tx.create('Customer', { email: 'bob@example.com', credit: 0 })
+    await tx.flush() // pipelined inside the transaction, no BEGIN/COMMIT of its own
+    const [found] = await tx.find('Customer', { email: 'bob@example.com' })
+    tx.create('Order', { customer: found ?? bob })
+    await tx.flush()
+  }) // commits here; if the callback throws, everything rolls back and the entities are as before
+
+  await sql.end()
+}
