@@ -1,5 +1,6 @@
 import type { Sql } from 'postgres'
-import type { Executor, QueryEvent } from './drivers/executor.js'
+import type { Executor, QueryEvent, WarmUp } from './drivers/executor.js'
+import { allShapes } from './sql/shapes.js'
 import { PostgresJsExecutor } from './drivers/postgres-js.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
 import { EntityManager } from './unit-of-work/entity-manager.js'
@@ -34,6 +35,14 @@ export class Flushwave<D extends SchemaDefs> {
     this.maxRowsPerStatement = options.maxRowsPerStatement
     this.executor = options.executor ?? new PostgresJsExecutor(options.sql, options.onQuery ? { onQuery: options.onQuery } : {})
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
+  }
+
+  /**
+   * Prepares every statement shape of the schema on every connection of the pool: call it at
+   * start-up so that no flush pays postgres.js's describe round trips (see `FlushResult.coldStatements`).
+   */
+  warmUp(): Promise<WarmUp> {
+    return this.executor.warmUp(allShapes(this.schema))
   }
 
   /** A new EntityManager: one per request or job. */

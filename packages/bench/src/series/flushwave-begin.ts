@@ -12,6 +12,7 @@ function beginExecutor(sql: postgres.Sql): Executor {
     read: (statement) => base.read(statement),
     nextIds: (requests) => base.nextIds(requests),
     transaction: (fn) => base.transaction(fn),
+    warmUp: (statements) => base.warmUp(statements),
     async write(waves) {
       const rowCounts: number[][] = []
       await sql.begin(async (tx) => {

@@ -17,6 +17,15 @@ export interface Executor {
    * rolled back when it throws. That executor's `write` sends no BEGIN or COMMIT of its own.
    */
   transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T>
+  /** Runs each statement once on every connection of the pool, so that none of them is cold later. */
+  warmUp(statements: readonly Statement[]): Promise<WarmUp>
+}
+
+export interface WarmUp {
+  readonly connections: number
+  /** Statements that were new to a connection, summed over connections. */
+  readonly prepared: number
+  readonly durationMs: number
 }
 
 export interface IdBlocks {

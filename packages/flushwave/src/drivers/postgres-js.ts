@@ -2,7 +2,7 @@ import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
 import { ConnectionLostError, FlushError, FlushwaveError, SchemaError } from '../errors.js'
 import { renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
-import type { Executor, IdBlocks, QueryEvent, WriteOutcome } from './executor.js'
+import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
 import { flushError, IN_FAILED_TRANSACTION, isServerError } from './pg-error.js'
 import { pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
 
@@ -52,6 +52,32 @@ export class PostgresJsExecutor implements Executor {
       out[Number(i) - 1]!.push(id)
     }
     return { ids: out, roundTrips: readRoundTrips(query) }
+  }
+
+  /**
+   * Reserves every connection of the pool at once (opening them) and runs the statements on each,
+   * one by one: a new shape costs its describe round trip here, at start-up, not in a flush.
+   */
+  async warmUp(statements: readonly Statement[]): Promise<WarmUp> {
+    if (this.options.inTransaction) throw new FlushwaveError('warm up outside of transactions')
+    const started = performance.now()
+    const max = (this.sql as { options?: { max?: number } }).options?.max ?? 10
+    const connections = await Promise.all(Array.from({ length: max }, () => this.sql.reserve()))
+    let prepared = 0
+    try {
+      await Promise.all(
+        connections.map(async (conn) => {
+          for (const statement of statements) {
+            const query = this.run(conn, statement)
+            await query
+            if (wasDescribed(query)) prepared++
+          }
+        }),
+      )
+    } finally {
+      for (const conn of connections) conn.release()
+    }
+    return { connections: connections.length, prepared, durationMs: performance.now() - started }
   }
 
   transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T> {

@@ -1,0 +1,69 @@
+import { planFlush } from '../plan/planner.js'
+import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate } from '../plan/changes.js'
+import type { Op, RowSet } from '../plan/ops.js'
+import type { Schema } from '../schema/define.js'
+import { renderNextIds } from './render-ids.js'
+import { renderLoadByIds, renderLoadByReference, renderLoadLinks } from './render-select.js'
+import { renderOp } from './render-write.js'
+import type { Statement } from './statement.js'
+
+/**
+ * Every statement text a flush or a load of this schema can send, each with zero rows (empty
+ * arrays): running them changes nothing, and leaves each shape prepared on the connection.
+ * Find queries are not here: their text follows their where clause.
+ */
+export function allShapes(schema: Schema): Statement[] {
+  const out = new Map<string, Statement>()
+  const add = (s: Statement) => out.set(s.text, { text: s.text, params: s.params })
+  const order = schema.insertOrder
+  for (const entity of order) {
+    // One row per kind, to make the planner emit every op (cascades, purges, fix-ups, versioned
+    // forms); each op is then rendered with its rows removed.
+    const row = { entity, id: '0' }
+    const changes: Changes = {
+      inserts: [{ ...row, values: entity.fields.map(() => '0') } satisfies RowInsert],
+      updates: [
+        { ...row, changed: new Map(entity.fields.map((_, i) => [i, '0'])), ...(entity.version ? { version: '1' } : {}) } satisfies RowUpdate,
+      ],
+      deletes: [{ ...row, ...(entity.version ? { version: '1' } : {}) } satisfies RowDelete],
+      linkAdds: entity.manyToMany.map((link): LinkChange => ({ link, owner: '0', target: '0' })),
+      linkRemoves: entity.manyToMany.map((link): LinkChange => ({ link, owner: '0', target: '0' })),
+    }
+    for (const wave of planFlush(changes, order).waves) for (const op of wave.ops) add(renderOp(empty(op)))
+    // Fix-ups of cycles use the unversioned update shape.
+    if (entity.version) {
+      for (const wave of planFlush({ ...changes, updates: [{ ...row, changed: new Map([[0, '0']]) }] }, order).waves) {
+        for (const op of wave.ops) if (op.kind === 'update') add(renderOp(empty({ ...op, versions: undefined })))
+      }
+    }
+    add(renderLoadByIds(entity, []))
+    for (const rel of entity.oneToMany) add(renderLoadByReference(rel.target, rel.inverse, []))
+    for (const link of entity.manyToMany) add(renderLoadLinks(link, []))
+  }
+  add(renderNextIds([]))
+  return [...out.values()]
+}
+
+/** The same op with no rows: its statement text is the same, its parameters empty arrays. */
+function empty(op: Op): Op {
+  switch (op.kind) {
+    case 'insert':
+      return { ...op, ids: [], columns: op.columns.map(() => []) }
+    case 'update':
+      return { ...op, ids: [], columns: op.columns.map(() => ({ values: [], set: [] })), versions: op.versions && [] }
+    case 'delete':
+      return { ...op, ids: [], versions: op.versions && [] }
+    case 'link-insert':
+    case 'link-delete':
+      return { ...op, owners: [], targets: [] }
+    case 'link-purge':
+      return { ...op, rows: emptyRoot(op.rows) }
+    case 'cascade-delete':
+    case 'cascade-null':
+      return { ...op, rows: { ...op.rows, parent: emptyRoot(op.rows.parent) } }
+  }
+}
+
+function emptyRoot(rows: RowSet): RowSet {
+  return rows.kind === 'ids' ? { ...rows, ids: [] } : { ...rows, parent: emptyRoot(rows.parent) }
+}
