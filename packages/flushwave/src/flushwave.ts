@@ -1,4 +1,7 @@
+import type { Knex } from 'knex'
 import type { Sql } from 'postgres'
+import { KnexExecutor } from './drivers/knex.js'
+import { FlushwaveError } from './errors.js'
 import type { Executor, QueryEvent, WarmUp } from './drivers/executor.js'
 import { allShapes } from './sql/shapes.js'
 import { PostgresJsExecutor } from './drivers/postgres-js.js'
@@ -9,8 +12,12 @@ import { IdPool } from './unit-of-work/id-pool.js'
 
 export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly schema: Schema<D>
-  /** Your postgres.js instance; Flushwave opens no pool of its own. */
-  readonly sql: Sql
+  /** Your postgres.js instance; Flushwave opens no pool of its own. One of `sql`, `knex`, `executor`. */
+  readonly sql?: Sql
+  /** Your knex instance (pg client), for applications on knex: statements go one by one, in a knex transaction. */
+  readonly knex?: Knex
+  /** Any other executor. */
+  readonly executor?: Executor
   /** Called with every statement and its parameters, for debugging. */
   readonly onQuery?: (event: QueryEvent) => void
   /** Spare sequence ids fetched with a table's first shortfall (default 256; doubles with each later one). */
@@ -29,11 +36,14 @@ export class Flushwave<D extends SchemaDefs> {
   private readonly hooks: Hooks<D>
   private readonly maxRowsPerStatement: number | undefined
 
-  constructor(options: FlushwaveOptions<D> & { readonly executor?: Executor }) {
+  constructor(options: FlushwaveOptions<D>) {
     this.schema = options.schema
     this.hooks = options.hooks ?? {}
     this.maxRowsPerStatement = options.maxRowsPerStatement
-    this.executor = options.executor ?? new PostgresJsExecutor(options.sql, options.onQuery ? { onQuery: options.onQuery } : {})
+    const settings = options.onQuery ? { onQuery: options.onQuery } : {}
+    const given = [options.sql, options.knex, options.executor].filter((x) => x !== undefined).length
+    if (given !== 1) throw new FlushwaveError('flushwave() takes exactly one of `sql` (postgres.js), `knex` or `executor`')
+    this.executor = options.executor ?? (options.sql ? new PostgresJsExecutor(options.sql, settings) : new KnexExecutor(options.knex!, settings))
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
   }
 

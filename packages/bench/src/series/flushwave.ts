@@ -69,7 +69,7 @@ export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => 
       // As Flushwave recommends: TCP_NODELAY, so a pipeline's later pieces never wait for an ACK.
       const sql = postgres(url, { ...tcpNoDelay, max: 1, onnotice: () => {} })
       await sql`select 1` // connect now, not in the first timed unit of work
-      const orm = flushwave({ schema: benchSchema, sql, ...(executor ? { executor: executor(sql) } : {}) } as never) as ReturnType<typeof flushwave<Defs>>
+      const orm = flushwave(executor ? { schema: benchSchema, executor: executor(sql) } : { schema: benchSchema, sql })
       return flushwaveUnitsOfWork(() => orm.em(), () => sql.end())
     },
   }

@@ -54,7 +54,7 @@ const classes: Record<string, typeof FlushError> = {
 }
 
 /** Names the entity and table a failed statement wrote, with the server's own words. */
-export function flushError(error: ServerError, op: Op | undefined): FlushError {
+export function flushError(error: ServerError, op: Op | undefined, cause: unknown = error): FlushError {
   const stale = staleRows(error)
   if (stale && op) {
     const entity = entityOf(op) ?? tableOf(op)
@@ -62,7 +62,7 @@ export function flushError(error: ServerError, op: Op | undefined): FlushError {
       `flush failed: ${entity} ${stale.join(', ')} changed or deleted since it was loaded (stale version); nothing was committed`,
       { code: error.code, table: tableOf(op), entity: entityOf(op), constraint: undefined, detail: undefined },
       stale,
-      { cause: error },
+      { cause },
     )
   }
   const failure: StatementFailure = {
@@ -76,5 +76,5 @@ export function flushError(error: ServerError, op: Op | undefined): FlushError {
   const what = op ? `${op.kind} ${failure.entity ? `${failure.entity} (table ${failure.table})` : `table ${failure.table}`}` : 'commit'
   const message = `flush failed at ${what}: ${error.message}${error.detail ? ` — ${error.detail}` : ''}; nothing was committed`
   const ErrorClass = classes[error.code] ?? FlushError
-  return new ErrorClass(message, failure, { cause: error })
+  return new ErrorClass(message, failure, { cause })
 }

@@ -5,7 +5,7 @@ import type { Text } from './changes.js'
  * A plan's operations: one per table and kind, with values held column-wise, so that each renders to
  * one statement whose text does not depend on the number of rows.
  */
-export type Op = InsertOp | UpdateOp | DeleteOp | LinkInsertOp | LinkDeleteOp | LinkPurgeOp | CascadeDeleteOp | CascadeNullOp
+export type Op = InsertOp | UpdateOp | DeleteOp | LinkInsertOp | LinkDeleteOp | LinkPurgeOp | CascadeDeleteOp | CascadeNullOp | UnlinkCycleOp
 
 /**
  * Rows named without reading them: the rows with these ids, or the rows of `entity` whose `field`
@@ -73,6 +73,16 @@ export interface CascadeDeleteOp {
   readonly rows: Extract<RowSet, { kind: 'children' }>
 }
 
+/**
+ * Before rows of a reference cycle are deleted, clears their cycle-breaking references (the same
+ * `fixUp` ones inserts set late), so deleting either side never trips the other's FK.
+ */
+export interface UnlinkCycleOp {
+  readonly kind: 'unlink-cycle'
+  readonly rows: RowSet
+  readonly fields: readonly FieldMeta[]
+}
+
 /** Nulls the foreign key of children of rows being deleted, for `onDelete('set null')`. */
 export interface CascadeNullOp {
   readonly kind: 'cascade-null'
@@ -101,6 +111,7 @@ export function rowCount(op: Op): number {
     case 'link-purge':
     case 'cascade-delete':
     case 'cascade-null':
+    case 'unlink-cycle':
       return 0 // unknown to the client: the server's count is reported
   }
 }

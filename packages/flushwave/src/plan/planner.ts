@@ -46,13 +46,21 @@ export function planFlush(
     const removes = unique(changes.linkRemoves.filter((c) => c.link === link))
     if (removes.length > 0) ops.push(linkOp('link-delete', link, removes))
   }
+  const doomed: RowSet[] = []
+  const deleting: Op[] = []
   for (const entity of [...order].reverse()) {
     const rows = deletes.get(entity)
     if (!rows) continue
     const set: RowSet = { kind: 'ids', entity, ids: rows.map((r) => r.id) }
-    cascade(set, order, ops)
-    ops.push(...purgeOps(set, links), deleteOp(entity, rows))
+    doomed.push(set)
+    cascade(set, order, deleting, doomed)
+    deleting.push(...purgeOps(set, links), deleteOp(entity, rows))
   }
+  for (const rows of doomed) {
+    const fields = rows.entity.fields.filter((f) => f.ref?.fixUp)
+    if (fields.length > 0) ops.push({ kind: 'unlink-cycle', rows, fields })
+  }
+  ops.push(...deleting)
   const chunked = ops.flatMap((op) => chunk(op, maxRows))
   const waves = chunked.length === 0 ? [] : [{ ops: chunked, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
   return Object.freeze({ waves, preparation })
@@ -168,7 +176,7 @@ function purgeOps(rows: RowSet, links: readonly ManyToManyMeta[]): LinkPurgeOp[]
  * Set-based, so children the client never loaded are reached without a read or a round trip.
  * Self-references are left to the database's own ON DELETE action.
  */
-function cascade(rows: RowSet, order: readonly EntityMeta[], ops: Op[]): void {
+function cascade(rows: RowSet, order: readonly EntityMeta[], ops: Op[], doomed: RowSet[]): void {
   const links = order.flatMap((e) => e.manyToMany)
   for (const child of [...order].reverse()) {
     if (child === rows.entity) continue
@@ -177,7 +185,8 @@ function cascade(rows: RowSet, order: readonly EntityMeta[], ops: Op[]): void {
       const children = { kind: 'children', entity: child, field, parent: rows } as const
       if (field.ref.onDelete === 'set null') ops.push({ kind: 'cascade-null', rows: children })
       if (field.ref.onDelete === 'cascade') {
-        cascade(children, order, ops)
+        doomed.push(children)
+        cascade(children, order, ops, doomed)
         ops.push(...purgeOps(children, links), { kind: 'cascade-delete', rows: children })
       }
     }

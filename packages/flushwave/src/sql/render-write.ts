@@ -1,4 +1,4 @@
-import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type DeleteOp, type InsertOp, type LinkDeleteOp, type LinkInsertOp, type LinkPurgeOp, type Op, type RowSet, type UpdateOp } from '../plan/ops.js'
+import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type UnlinkCycleOp, type DeleteOp, type InsertOp, type LinkDeleteOp, type LinkInsertOp, type LinkPurgeOp, type Op, type RowSet, type UpdateOp } from '../plan/ops.js'
 import type { Plan } from '../plan/plan.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
@@ -32,6 +32,8 @@ export function renderOp(op: Op): WriteStatement {
       return { op, ...renderCascadeDelete(op) }
     case 'cascade-null':
       return { op, ...renderCascadeNull(op) }
+    case 'unlink-cycle':
+      return { op, ...renderUnlinkCycle(op) }
   }
 }
 
@@ -162,6 +164,16 @@ function renderCascadeNull(op: CascadeNullOp) {
   const { entity, field, parent } = op.rows
   return {
     text: `update ${entity.quotedTable} as t set ${field.quoted} = null where ${matches(`t.${field.quoted}`, parent)}`,
+    params: [arrayLiteral(rootIds(op.rows))],
+  }
+}
+
+function renderUnlinkCycle(op: UnlinkCycleOp) {
+  const e = op.rows.entity
+  const where = op.rows.kind === 'ids' ? matches(`t.${e.id.quoted}`, op.rows) : matches(`t.${op.rows.field.quoted}`, op.rows.parent)
+  const sets = op.fields.map((f) => `${f.quoted} = null`).join(', ')
+  return {
+    text: `update ${e.quotedTable} as t set ${sets} where ${where} and (${op.fields.map((f) => `t.${f.quoted} is not null`).join(' or ')})`,
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }

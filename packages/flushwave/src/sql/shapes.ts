@@ -57,6 +57,7 @@ function empty(op: Op): Op {
     case 'link-delete':
       return { ...op, owners: [], targets: [] }
     case 'link-purge':
+    case 'unlink-cycle':
       return { ...op, rows: emptyRoot(op.rows) }
     case 'cascade-delete':
     case 'cascade-null':

@@ -1,0 +1,141 @@
+import knexFactory from 'knex'
+import { createTestSchema, searchPathOptions } from 'devdb'
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import {
+  createTablesSql,
+  defineSchema,
+  entity,
+  flushwave,
+  ForeignKeyViolationError,
+  OptimisticLockError,
+  t,
+  tcpNoDelay,
+  UniqueViolationError,
+  type Flushwave,
+  type FlushResult,
+} from '../../src/index.js'
+
+/** One schema with every feature the executors must agree on. */
+const schema = defineSchema({
+  Author: entity('author', { id: t.id(), name: t.text().unique(), favorite: t.manyToOne('Book').nullable() }),
+  Book: entity('book', {
+    id: t.id(),
+    title: t.text(),
+    author: t.manyToOne('Author').onDelete('cascade'),
+    tags: t.manyToMany('Tag'),
+    version: t.version(),
+  }),
+  Review: entity('review', { id: t.id(), stars: t.integer(), book: t.manyToOne('Book').onDelete('cascade') }),
+  Tag: entity('tag', { id: t.uuidId(), name: t.text() }),
+  Publisher: entity('publisher', { id: t.providedId(), name: t.text() }),
+})
+type Orm = Flushwave<typeof schema.defs>
+
+/** The same unit-of-work story, told to any executor; returns every FlushResult. */
+async function story(orm: Orm): Promise<FlushResult[]> {
+  const results: FlushResult[] = []
+  const em = orm.em()
+  const ann = em.create('Author', { name: 'ann' })
+  const books = [1, 2, 3].map((i) => em.create('Book', { title: `book ${i}`, author: ann }))
+  ann.favorite = books[0]!
+  for (const b of books) for (let r = 1; r <= 3; r++) em.create('Review', { stars: r, book: b })
+  const tags = ['a', 'b'].map((name) => em.create('Tag', { id: `0190f3a1-7b7c-7cde-8f00-00000000000${name === 'a' ? 1 : 2}`, name }))
+  for (const b of books) for (const tag of tags) b.tags.add(tag)
+  em.create('Publisher', { id: 7, name: 'p' })
+  results.push(await em.flush())
+
+  books[1]!.title = 'book 2, revised'
+  books[2]!.tags.remove(tags[0]!)
+  results.push(await em.flush())
+
+  // A unique violation in the middle commits nothing, and the fix flushes.
+  const bob = em.create('Author', { name: 'ann' })
+  em.create('Book', { title: 'by bob', author: bob })
+  await expect(em.flush()).rejects.toBeInstanceOf(UniqueViolationError)
+  bob.name = 'bob'
+  results.push(await em.flush())
+
+  // A stale version fails whole.
+  const other = orm.em()
+  ;(await other.load('Book', books[0]!.id)).title = 'changed elsewhere'
+  results.push(await other.flush())
+  books[0]!.title = 'stale'
+  await expect(em.flush()).rejects.toBeInstanceOf(OptimisticLockError)
+  const fresh = orm.em()
+  ;(await fresh.load('Book', books[0]!.id)).title = 'book 1, final'
+  results.push(await fresh.flush())
+
+  // Removing ann cascades to her books, reviews and links; her own favorite (a book of the cycle)
+  // is cleared first. Bob pointing at one of those books makes it a foreign-key violation until
+  // that reference is cleared too.
+  const third = orm.em()
+  third.remove(await third.load('Author', ann.id))
+  const favorite = await third.load('Author', bob.id)
+  favorite.favorite = third.ref('Book', books[1]!.id)
+  await expect(third.flush()).rejects.toBeInstanceOf(ForeignKeyViolationError)
+  favorite.favorite = null
+  results.push(await third.flush())
+
+  // A transaction that rolls back leaves nothing.
+  await orm
+    .em()
+    .transaction(async (tx) => {
+      tx.create('Author', { name: 'ghost' })
+      await tx.flush()
+      throw new Error('rollback')
+    })
+    .catch(() => undefined)
+  return results
+}
+
+async function dump(sql: postgres.Sql): Promise<unknown> {
+  const out: Record<string, unknown> = {}
+  for (const table of ['author', 'book', 'review', 'tag', 'book_tag', 'publisher']) {
+    out[table] = await sql.unsafe(`select * from "${table}" order by 1, 2`)
+  }
+  return out
+}
+
+const executors = ['postgres.js', 'knex'] as const
+const states = new Map<string, unknown>()
+const resultsBy = new Map<string, FlushResult[]>()
+const closers: (() => Promise<void>)[] = []
+
+beforeAll(async () => {
+  for (const name of executors) {
+    const ns = await createTestSchema(inject('databaseUrl'), `conf_${name.replace('.', '')}`)
+    const sql = postgres(inject('databaseUrl'), { ...tcpNoDelay, max: 2, onnotice: () => {}, ...searchPathOptions(ns.name) })
+    for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
+    const knex = knexFactory({ client: 'pg', connection: inject('databaseUrl'), searchPath: [ns.name], pool: { min: 0, max: 2 } })
+    const orm = name === 'knex' ? flushwave({ schema, knex }) : flushwave({ schema, sql })
+    resultsBy.set(name, await story(orm))
+    states.set(name, await dump(sql))
+    closers.push(async () => {
+      await knex.destroy()
+      await sql.end()
+      await ns.drop()
+    })
+  }
+})
+afterAll(async () => {
+  for (const close of closers) await close()
+})
+
+describe('executor conformance', () => {
+  it('postgres.js and knex leave identical database state after the same story', () => {
+    expect(states.get('knex')).toEqual(states.get('postgres.js'))
+    const state = states.get('knex') as Record<string, unknown[]>
+    expect(state.author).toHaveLength(1) // ann cascaded away, bob stays, ghost rolled back
+    expect(state.book).toHaveLength(1)
+    expect(state.publisher).toHaveLength(1)
+  })
+
+  it('report the same rows written, with the round trips each really waits on', () => {
+    const pg = resultsBy.get('postgres.js')!
+    const kx = resultsBy.get('knex')!
+    expect(kx.map((r) => [r.inserted, r.updated, r.deleted])).toEqual(pg.map((r) => [r.inserted, r.updated, r.deleted]))
+    for (const r of kx) expect(r.roundTrips - r.plan.preparation.length).toBe(r.statements + 2)
+    for (const r of pg) expect(r.roundTrips - r.plan.preparation.reduce((n, p) => n + p.roundTrips, 0) - r.coldStatements).toBeLessThanOrEqual(1 + r.coldStatements * 2 + r.statements)
+  })
+})
