@@ -75,7 +75,7 @@ export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => 
   }
 }
 
-function flushwaveUnitsOfWork(em: () => Em, close: () => Promise<void>): Series {
+export function flushwaveUnitsOfWork(em: () => Em, close: () => Promise<void>): Series {
   return {
     async bulkCreate(g) {
       return async () => {

@@ -7,6 +7,7 @@ import type { SeriesFactory } from './types.js'
 export const SERIES = [
   'flushwave',
   'flushwave-begin',
+  'flushwave-knex',
   'raw-pipelined',
   'raw-sequential',
   'mikro-orm',
