@@ -243,6 +243,28 @@ describe('flush', () => {
     expect(loaded.map((b) => b.author.name).sort()).toEqual(['batch 0', 'batch 1', 'batch 2', 'batch 3'])
   })
 
+  it('adds a link that already exists as a no-op, and removes links without loading them', async () => {
+    const em = db.orm.em()
+    const author = em.create('Author', { name: 'links' })
+    const book = em.create('Book', { title: 'linked', author })
+    const tag = em.create('Tag', { name: 'link-tag' })
+    book.tags.add(tag)
+    book.tags.add(tag) // twice in one unit of work: one row
+    await em.flush()
+
+    // Another EntityManager adds the same link without loading the collection: one row still.
+    const em2 = db.orm.em()
+    const b2 = em2.ref('Book', book.id)
+    b2.tags.add(em2.ref('Tag', tag.id))
+    const again = await em2.flush()
+    expect(again.inserted).toEqual({ book_tag: 0 })
+    expect(await db.sql`select count(*)::int as n from book_tag where book_id = ${book.id}`).toEqual([{ n: 1 }])
+
+    b2.tags.remove(em2.ref('Tag', tag.id))
+    expect((await em2.flush()).deleted).toEqual({ book_tag: 1 })
+    expect(await db.sql`select count(*)::int as n from book_tag where book_id = ${book.id}`).toEqual([{ n: 0 }])
+  })
+
   it('moves a book to another author through the collections', async () => {
     const em = db.orm.em()
     const a = em.create('Author', { name: 'from' })
