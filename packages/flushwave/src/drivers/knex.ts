@@ -71,7 +71,10 @@ export class KnexExecutor implements Executor {
 
   transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T> {
     if (this.options.inTransaction) throw new FlushwaveError('transactions do not nest: already inside em.transaction()')
-    return (this.knex as Knex).transaction((trx) => fn(new KnexExecutor(trx, { ...this.options, inTransaction: true })))
+    return (this.knex as Knex).transaction((trx) => fn(new KnexExecutor(trx, { ...this.options, inTransaction: true }))).catch((error: unknown) => {
+      const server = serverError(error)
+      throw server ? flushError(server, undefined, error) : error
+    })
   }
 
   /** node-postgres sends Parse, Bind and Execute together: a new shape costs no extra round trip. */

@@ -82,7 +82,12 @@ export class PostgresJsExecutor implements Executor {
 
   transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T> {
     if (this.options.inTransaction) throw new FlushwaveError('transactions do not nest: already inside em.transaction()')
-    return this.sql.begin((tx) => fn(new PostgresJsExecutor(tx as unknown as Sql, { ...this.options, inTransaction: true }))) as Promise<T>
+    return (this.sql.begin((tx) => fn(new PostgresJsExecutor(tx as unknown as Sql, { ...this.options, inTransaction: true }))) as Promise<T>).catch(
+      (error: unknown) => {
+        // A failure at COMMIT (a serialization conflict, a deferred constraint) is the server's too.
+        throw isServerError(error) ? flushError(error, undefined) : error
+      },
+    )
   }
 
   async write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome> {
