@@ -102,19 +102,53 @@ const states = new Map<string, unknown>()
 const resultsBy = new Map<string, FlushResult[]>()
 const closers: (() => Promise<void>)[] = []
 
+/**
+ * Each executor gets its own PostgreSQL schema; behind PgBouncer (PGBOUNCER_URL, set by
+ * scripts/pgbouncer.sh) its own database instead, since transaction pooling keeps no session
+ * settings such as search_path, and postgres.js runs with `prepare: false` (PgBouncer 1.18 cannot
+ * keep prepared statements in that mode).
+ */
+async function isolated(name: string) {
+  const direct = inject('databaseUrl')
+  const bouncer = process.env.PGBOUNCER_URL
+  if (!bouncer) {
+    const ns = await createTestSchema(direct, `conf_${name}`)
+    return {
+      url: direct,
+      sqlOptions: { ...searchPathOptions(ns.name) },
+      knexOptions: { searchPath: [ns.name] },
+      drop: () => ns.drop(),
+    }
+  }
+  const database = `conf_${name}_${process.pid}_${Date.now().toString(36)}`
+  const admin = postgres(direct, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`create database ${database}`)
+  const url = new URL(bouncer)
+  url.pathname = `/${database}`
+  return {
+    url: url.toString(),
+    sqlOptions: { prepare: false },
+    knexOptions: {},
+    drop: async () => {
+      await admin.unsafe(`drop database if exists ${database} with (force)`)
+      await admin.end()
+    },
+  }
+}
+
 beforeAll(async () => {
   for (const name of executors) {
-    const ns = await createTestSchema(inject('databaseUrl'), `conf_${name.replace('.', '')}`)
-    const sql = postgres(inject('databaseUrl'), { ...tcpNoDelay, max: 2, onnotice: () => {}, ...searchPathOptions(ns.name) })
+    const db = await isolated(name.replace('.', ''))
+    const sql = postgres(db.url, { ...tcpNoDelay, max: 2, onnotice: () => {}, ...db.sqlOptions })
     for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
-    const knex = knexFactory({ client: 'pg', connection: inject('databaseUrl'), searchPath: [ns.name], pool: { min: 0, max: 2 } })
+    const knex = knexFactory({ client: 'pg', connection: db.url, ...db.knexOptions, pool: { min: 0, max: 2 } })
     const orm = name === 'knex' ? flushwave({ schema, knex }) : flushwave({ schema, sql })
     resultsBy.set(name, await story(orm))
     states.set(name, await dump(sql))
     closers.push(async () => {
       await knex.destroy()
       await sql.end()
-      await ns.drop()
+      await db.drop()
     })
   }
 })
