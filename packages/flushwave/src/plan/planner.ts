@@ -1,13 +1,16 @@
 import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
 import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate, Text } from './changes.js'
-import type { DeleteOp, InsertOp, LinkDeleteOp, LinkInsertOp, LinkPurgeOp, Op, RowSet, UpdateOp } from './ops.js'
+import { cascade, purgeOps } from './cascade.js'
+import { chunk, DEFAULT_MAX_ROWS } from './chunk.js'
+import type { DeleteOp, InsertOp, LinkDeleteOp, LinkInsertOp, Op, RowSet, UpdateOp } from './ops.js'
 import type { Plan, Preparation } from './plan.js'
 
 /**
  * Turns changes into one wave of per-table ops in an order that satisfies immediate foreign keys:
  *
  *   inserts (parents first) → cycle fix-ups → link inserts → updates → link deletes →
- *   per deleted table, children first: its cascades, its links, its rows
+ *   cycle references of rows to delete cleared → per deleted table, children first: its
+ *   cascades, its links, its rows
  *
  * Updates sit between inserts and deletes because an update may point a row at a new parent, or
  * away from a parent about to be deleted. PostgreSQL runs pipelined statements in the order sent,
@@ -67,41 +70,6 @@ export function planFlush(
 }
 
 /**
- * Rows per statement at most (10,000 by default): a flush of 100,000 rows becomes a few more
- * statements of bounded size rather than one huge message, in the same pipeline.
- */
-export const DEFAULT_MAX_ROWS = 10_000
-
-/** Splits an op with more than `maxRows` rows into ops of at most `maxRows`, in order. */
-export function chunk(op: Op, maxRows: number): Op[] {
-  const rows = 'ids' in op ? op.ids.length : 'owners' in op ? op.owners.length : 0
-  if (rows <= maxRows) return [op]
-  const out: Op[] = []
-  for (let from = 0; from < rows; from += maxRows) {
-    const to = Math.min(rows, from + maxRows)
-    const part = <T>(xs: readonly T[]) => xs.slice(from, to)
-    switch (op.kind) {
-      case 'insert':
-        out.push({ ...op, ids: part(op.ids), columns: op.columns.map(part) })
-        break
-      case 'update':
-        out.push({ ...op, ids: part(op.ids), columns: op.columns.map((c) => ({ values: part(c.values), set: part(c.set) })), versions: op.versions && part(op.versions) })
-        break
-      case 'delete':
-        out.push({ ...op, ids: part(op.ids), versions: op.versions && part(op.versions) })
-        break
-      case 'link-insert':
-      case 'link-delete':
-        out.push({ ...op, owners: part(op.owners), targets: part(op.targets) })
-        break
-      default:
-        return [op]
-    }
-  }
-  return out
-}
-
-/**
  * Rows whose cycle-breaking reference (`fixUp`) points at a row inserted by this flush go in with
  * NULL there; the returned updates set it once every insert has run, still in the same pipeline.
  */
@@ -158,39 +126,6 @@ function linkOp<K extends 'link-insert' | 'link-delete'>(
   changes: readonly LinkChange[],
 ): LinkInsertOp | LinkDeleteOp {
   return { kind, link, owners: changes.map((c) => c.owner), targets: changes.map((c) => c.target) }
-}
-
-/** The links of rows about to be deleted, on either side of every join table. */
-function purgeOps(rows: RowSet, links: readonly ManyToManyMeta[]): LinkPurgeOp[] {
-  const ops: LinkPurgeOp[] = []
-  for (const link of links) {
-    if (link.owner === rows.entity) ops.push({ kind: 'link-purge', link, side: 'owner', rows })
-    if (link.target === rows.entity) ops.push({ kind: 'link-purge', link, side: 'target', rows })
-  }
-  return ops
-}
-
-/**
- * Before rows of `rows.entity` are deleted: children whose many-to-one says `onDelete('cascade')`
- * are deleted (their own children and links first), and those that say `'set null'` are unlinked.
- * Set-based, so children the client never loaded are reached without a read or a round trip.
- * Self-references are left to the database's own ON DELETE action.
- */
-function cascade(rows: RowSet, order: readonly EntityMeta[], ops: Op[], doomed: RowSet[]): void {
-  const links = order.flatMap((e) => e.manyToMany)
-  for (const child of [...order].reverse()) {
-    if (child === rows.entity) continue
-    for (const field of child.fields) {
-      if (field.ref?.target !== rows.entity) continue
-      const children = { kind: 'children', entity: child, field, parent: rows } as const
-      if (field.ref.onDelete === 'set null') ops.push({ kind: 'cascade-null', rows: children })
-      if (field.ref.onDelete === 'cascade') {
-        doomed.push(children)
-        cascade(children, order, ops, doomed)
-        ops.push(...purgeOps(children, links), { kind: 'cascade-delete', rows: children })
-      }
-    }
-  }
 }
 
 function unique(changes: readonly LinkChange[]): LinkChange[] {

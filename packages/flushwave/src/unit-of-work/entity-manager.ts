@@ -12,7 +12,7 @@ import { Loader } from './loader.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
 import { UnitOfWork } from './unit-of-work.js'
-import { DEFAULT_MAX_ROWS } from '../plan/planner.js'
+import { DEFAULT_MAX_ROWS } from '../plan/chunk.js'
 import { validate } from './validation.js'
 import { columnOf, conditions } from './where.js'
 
