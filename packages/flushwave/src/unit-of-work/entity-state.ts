@@ -26,6 +26,8 @@ export interface EntityState {
    * or a JSON object are seen), many-to-one as the target entity. Undefined for new entities and stubs.
    */
   snapshot: Record<string, unknown> | undefined
+  /** Created by this EntityManager: its row had no children or links but those made here. */
+  readonly createdHere: boolean
   /** Collection objects by property, made on first access (most entities never have one). */
   collections: Map<string, unknown> | undefined
 }

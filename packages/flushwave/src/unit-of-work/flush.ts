@@ -11,6 +11,9 @@ import { STATE, type HasState } from './entity-state.js'
 import type { IdPool } from './id-pool.js'
 import type { UnitOfWork } from './unit-of-work.js'
 
+/** Ops that change rows in place: their counts are `updated`, whatever else they are part of. */
+const UPDATES = new Set(['update', 'cascade-null', 'unlink-cycle'])
+
 /** What a flush did. */
 export interface FlushResult {
   /** Rows written per table (join tables included), as the server counted them. */
@@ -160,7 +163,7 @@ function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrip
   plan.waves.forEach((wave, w) =>
     wave.ops.forEach((op, i) => {
       statements++
-      const into = op.kind === 'insert' || op.kind === 'link-insert' ? inserted : op.kind === 'update' ? updated : deleted
+      const into = op.kind === 'insert' || op.kind === 'link-insert' ? inserted : UPDATES.has(op.kind) ? updated : deleted
       const table = tableOf(op)
       const counted = serverCountsRows(op) ? rowCounts[w]?.[i] : undefined
       into[table] = (into[table] ?? 0) + (counted ?? rowCount(op))

@@ -15,7 +15,8 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
     readonly meta: ManyToManyMeta,
   ) {
     super()
-    this.persisted = owner[STATE].status === 'new' ? new Set() : undefined
+    // Links of an entity created here can only have been made through this collection.
+    this.persisted = owner[STATE].createdHere ? new Set() : undefined
   }
 
   get isLoaded(): boolean {

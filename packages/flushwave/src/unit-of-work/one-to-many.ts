@@ -17,7 +17,8 @@ export class OneToManyCollection extends CollectionBase<HasState> {
     readonly meta: OneToManyMeta,
   ) {
     super()
-    this.loaded = owner[STATE].status === 'new'
+    // An entity created here has no children but the ones made here, before or after its flush.
+    this.loaded = owner[STATE].createdHere
   }
 
   get isLoaded(): boolean {

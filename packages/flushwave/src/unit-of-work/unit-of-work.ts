@@ -128,6 +128,6 @@ export class UnitOfWork implements CollectionFactory {
   }
 
   private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
-    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined }
+    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new' }
   }
 }

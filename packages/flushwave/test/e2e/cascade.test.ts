@@ -75,7 +75,9 @@ describe('cascades in the unit of work', () => {
     const em = db.orm.em()
     const book = await em.load('Book', bookIds[0]!)
     em.remove(await em.load('Editor', editorId))
-    await em.flush()
+    const result = await em.flush()
+    expect(result.deleted).toEqual({ editor: 1 })
+    expect(result.updated).toEqual({ book: 3 }) // the unlinked children count as updated
     expect(book.editor).toBeNull()
     expect(await db.sql`select count(*)::int as n from book where id in ${db.sql(bookIds)} and editor_id is null`).toEqual([{ n: 3 }])
     book.title = 'still writable'

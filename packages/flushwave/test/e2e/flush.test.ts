@@ -265,6 +265,19 @@ describe('flush', () => {
     expect(await db.sql`select count(*)::int as n from book_tag where book_id = ${book.id}`).toEqual([{ n: 0 }])
   })
 
+  it('knows the collections of entities it created, even when first read after their flush', async () => {
+    const em = db.orm.em()
+    const author = em.create('Author', { name: 'fresh' })
+    const tag = em.create('Tag', { name: 'fresh-tag' })
+    const book = em.create('Book', { title: 'fresh book', author })
+    await em.flush()
+    book.tags.add(tag)
+    await em.flush()
+    expect(author.books.items).toEqual([book])
+    expect(book.tags.items).toEqual([tag])
+    expect(book.reviews.length).toBe(0)
+  })
+
   it('moves a book to another author through the collections', async () => {
     const em = db.orm.em()
     const a = em.create('Author', { name: 'from' })
