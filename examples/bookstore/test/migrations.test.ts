@@ -1,0 +1,96 @@
+import { createTestSchema, searchPathOptions, type TestSchema } from 'devdb'
+import type {} from 'devdb/vitest'
+import { createTablesSql } from 'flushwave'
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { inject } from 'vitest'
+import { connect, migrateLatest, MigrationDirectory } from '../src/migrate.js'
+import { schema } from '../src/schema.js'
+
+/** What only the migrations create: rules the database enforces on top of Flushwave's schema. */
+const DATABASE_ONLY = [
+  'constraint book.book_pages_check CHECK ((pages >= 1))',
+  'constraint book.book_price_check CHECK ((price >= (0)::numeric))',
+  'constraint order_line.order_line_quantity_check CHECK (((quantity >= 1) AND (quantity <= 100)))',
+  'constraint review.review_stars_check CHECK (((stars >= 1) AND (stars <= 5)))',
+  'constraint stock.stock_book_id_key UNIQUE (book_id)',
+  'constraint stock.stock_quantity_check CHECK ((quantity >= 0))',
+  'index stock.stock_book_id_key CREATE UNIQUE INDEX stock_book_id_key ON stock USING btree (book_id)',
+]
+
+/** Tables, columns, constraints, indexes and enum types of one schema, as comparable lines. */
+async function catalog(url: string, ns: string): Promise<string[]> {
+  const sql = postgres(url, { max: 1, onnotice: () => {}, ...searchPathOptions(ns) })
+  try {
+    const columns = await sql`
+      select c.relname as table, a.attname as column, format_type(a.atttypid, a.atttypmod) as type,
+             a.attnotnull as not_null, a.attidentity as identity, pg_get_expr(d.adbin, d.adrelid) as default
+      from pg_attribute a
+      join pg_class c on c.oid = a.attrelid
+      join pg_namespace n on n.oid = c.relnamespace
+      left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+      where n.nspname = ${ns} and c.relkind = 'r' and a.attnum > 0 and not a.attisdropped and c.relname not like 'knex_%'`
+    const constraints = await sql`
+      select c.relname as table, k.conname as name, pg_get_constraintdef(k.oid) as def
+      from pg_constraint k join pg_class c on c.oid = k.conrelid join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = ${ns} and c.relname not like 'knex_%'`
+    const indexes = await sql`
+      select tablename as table, indexname as name, indexdef as def from pg_indexes
+      where schemaname = ${ns} and tablename not like 'knex_%'`
+    const enums = await sql`
+      select t.typname as name, array_agg(e.enumlabel order by e.enumsortorder)::text as labels
+      from pg_type t join pg_enum e on e.enumtypid = t.oid join pg_namespace n on n.oid = t.typnamespace
+      where n.nspname = ${ns} group by t.typname`
+    const unqualified = (def: string) => def.replaceAll(`"${ns}".`, '').replaceAll(`${ns}.`, '')
+    return [
+      ...columns.map((c) => `column ${c.table}.${c.column} ${c.type}${c.not_null ? ' not null' : ''}${c.identity ? ` identity(${c.identity})` : ''}${c.default ? ` default ${c.default}` : ''}`),
+      ...constraints.map((k) => `constraint ${k.table}.${k.name} ${unqualified(k.def)}`),
+      ...indexes.map((i) => `index ${i.table}.${i.name} ${unqualified(i.def)}`),
+      ...enums.map((e) => `enum ${e.name} ${e.labels}`),
+    ].sort()
+  } finally {
+    await sql.end()
+  }
+}
+
+let url: string
+let fromFlushwave: TestSchema
+let fromKnex: TestSchema
+beforeAll(async () => {
+  url = inject('databaseUrl')
+  fromFlushwave = await createTestSchema(url, 'bookstore_ddl')
+  fromKnex = await createTestSchema(url, 'bookstore_knex')
+  const sql = postgres(url, { max: 1, onnotice: () => {}, ...searchPathOptions(fromFlushwave.name) })
+  for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
+  await sql.end()
+})
+afterAll(async () => {
+  await fromFlushwave?.drop()
+  await fromKnex?.drop()
+})
+
+describe('knex migrations', () => {
+  it('create exactly what createTablesSql(schema) creates, plus the database-only constraints', async () => {
+    const applied = await migrateLatest({ url, searchPath: fromKnex.name })
+    expect(applied).toEqual(['20251122000001_catalog', '20251122000002_orders'])
+    const expected = await catalog(url, fromFlushwave.name)
+    const actual = await catalog(url, fromKnex.name)
+    expect(expected.length).toBeGreaterThan(80)
+    expect(actual.filter((line) => !DATABASE_ONLY.includes(line))).toEqual(expected)
+    expect(actual.filter((line) => DATABASE_ONLY.includes(line))).toEqual([...DATABASE_ONLY].sort())
+  })
+
+  it('are up to date once applied, and roll back to nothing', async () => {
+    expect(await migrateLatest({ url, searchPath: fromKnex.name })).toEqual([])
+    const knex = connect({ url, searchPath: fromKnex.name })
+    try {
+      await knex.migrate.rollback({ migrationSource: new MigrationDirectory() }, true)
+      expect(await catalog(url, fromKnex.name)).toEqual([])
+      const [, pending] = (await knex.migrate.list({ migrationSource: new MigrationDirectory() })) as [unknown[], string[]]
+      expect(pending).toHaveLength(2)
+    } finally {
+      await knex.destroy()
+    }
+    expect(await migrateLatest({ url, searchPath: fromKnex.name })).toHaveLength(2)
+  })
+})
