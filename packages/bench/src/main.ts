@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util'
 import { proxyDatabase, startDatabase, startToxiproxy } from 'devdb'
 import { chart } from './chart.js'
 import { benchDatabase, via } from './database.js'
+import { updateReadme } from './readme.js'
 import { markdown, type Results } from './report.js'
 import { measureCell, type Case, type MeasureOptions, type Run } from './runner.js'
 import type { ScenarioName } from './scenarios.js'
@@ -132,6 +133,8 @@ await writeFile(new URL('latest.md', dir), markdown(results))
 const create1 = runs.filter((r) => r.scenario === 'bulkCreate' && r.size === 1)
 await writeFile(new URL('latest.svg', dir), chart(create1, 'bulkCreate ×1: 1 author, 10 books, 100 reviews, 50 tags, 50 links'))
 log(`\nwrote packages/bench/results/latest.{json,md,svg} in ${results.durationS.toFixed(0)} s`)
+// A full default run also refreshes the benchmark section of the repository's README.
+if (!args.quick && !args.latency && !args.series && !args.scenario) await updateReadme(results)
 process.stdout.write(markdown(results))
 process.exitCode = failed.size > 0 ? 1 : 0
 
