@@ -45,6 +45,7 @@ async function start(): Promise<Bookstore> {
     poolMax,
     seed: true,
     warmUp: process.env.WARM_UP !== '0',
+    executor: process.env.EXECUTOR === 'knex' ? 'knex' : 'postgres',
     ...(process.env.LOG_LEVEL ? { logLevel: process.env.LOG_LEVEL } : {}),
   }))
 }
@@ -59,7 +60,9 @@ const base = `http://localhost:${new URL(url).port}`
 const [bookId = 1, otherBookId = bookId] = seeded?.bookIds ?? []
 const json = "-H 'content-type: application/json'"
 const where = db.external ? 'PostgreSQL from DATABASE_URL' : `embedded PostgreSQL on 127.0.0.1:${db.port}`
-const via = proxy ? `, the app's pool through toxiproxy (${latencyMs} ms per reply)` : ''
+const via =
+  (proxy ? `, the app's pool through toxiproxy (${latencyMs} ms per reply)` : '') +
+  (process.env.EXECUTOR === 'knex' ? '; EXECUTOR=knex: flushes statement by statement' : '')
 const created = Object.entries(seeded?.created ?? {}).map(([table, n]) => `${table} ${n}`).join(', ')
 
 console.log(`

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { searchPathOptions } from 'devdb'
 import type { FastifyInstance } from 'fastify'
 import { flushwave, tcpNoDelay, type Flushwave, type WarmUp } from 'flushwave'
+import knexFactory from 'knex'
 import postgres from 'postgres'
 import { buildApp } from './app.js'
 import { migrateLatest } from './migrate.js'
@@ -28,6 +29,11 @@ export interface BookstoreOptions {
   seed?: boolean
   /** Prepare every statement shape on every pooled connection before listening (`orm.warmUp()`). */
   warmUp?: boolean
+  /**
+   * How flushes reach the database: `postgres` (postgres.js, one pipeline per flush, the default) or
+   * `knex` (the knex executor: statement by statement in a knex transaction, for comparison).
+   */
+  executor?: 'postgres' | 'knex'
   /** Called with the app before it listens (tests add routes here). */
   configure?: (app: FastifyInstance) => void
 }
@@ -53,7 +59,16 @@ export async function startBookstore(options: BookstoreOptions): Promise<Booksto
     onnotice: () => {},
     ...(options.searchPath === undefined ? {} : searchPathOptions(options.searchPath)),
   })
-  const orm = flushwave({ schema, sql, hooks })
+  const knex =
+    options.executor === 'knex'
+      ? knexFactory({
+          client: 'pg',
+          connection: options.appDatabaseUrl ?? options.databaseUrl,
+          pool: { min: 0, max: options.poolMax ?? 10 },
+          ...(options.searchPath === undefined ? {} : { searchPath: [options.searchPath] }),
+        })
+      : undefined
+  const orm = knex ? flushwave({ schema, knex, hooks }) : flushwave({ schema, sql, hooks })
   const app = buildApp({ orm, ...(options.logLevel ? { logLevel: options.logLevel } : {}) })
   try {
     options.configure?.(app)
@@ -74,11 +89,13 @@ export async function startBookstore(options: BookstoreOptions): Promise<Booksto
       close: async () => {
         await app.close()
         await sql.end({ timeout: 5 })
+        await knex?.destroy()
       },
     }
   } catch (error) {
     await app.close().catch(() => {})
     await sql.end({ timeout: 1 }).catch(() => {})
+    await knex?.destroy().catch(() => {})
     throw error
   }
 }
