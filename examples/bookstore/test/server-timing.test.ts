@@ -81,7 +81,7 @@ describe('EXECUTOR=knex', () => {
       expect(review.headers.get('server-timing')).toMatch(/desc="2 statements, 4 round trips/)
       const checkout = await knex.call('POST', '/checkout', { customerId, lines: [{ bookId: bookIds[0], quantity: 1 }] })
       expect(checkout.status).toBe(201)
-      const [row] = await knex.db`select count(*)::int as n from review where book_id = ${bookIds[0]}`
+      const [row] = await knex.db`select count(*)::int as n from review where book_id = ${bookIds[0]!}`
       expect(row!.n).toBeGreaterThan(0)
     } finally {
       await knex.close()
