@@ -51,7 +51,7 @@ const latencies = (list(args.latency) ?? (args.quick ? ['0', '2'] : ['0', '1', '
 const scenarios = list(args.scenario) as ScenarioName[] | undefined
 const cases = (args.quick ? QUICK : FULL).filter((c) => !scenarios || scenarios.includes(c.scenario))
 const seriesNames = list(args.series) ?? [...SERIES]
-const options: MeasureOptions = args.quick ? { budgetMs: 1_500, minSamples: 5, maxSamples: 20 } : { budgetMs: 4_000, minSamples: 5, maxSamples: 30 }
+const options: MeasureOptions = args.quick ? { budgetMs: 1_500, minSamples: 5, maxSamples: 20 } : { budgetMs: 3_000, minSamples: 5, maxSamples: 30 }
 
 const startedAt = new Date()
 const log = (line: string) => process.stderr.write(line + '\n')
