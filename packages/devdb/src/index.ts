@@ -1,5 +1,5 @@
 export { freePort } from './free-port.js'
-export { startDatabase, type Database, type StartDatabaseOptions } from './postgres.js'
+export { startDatabase, startEmbeddedDatabase, type Database, type EmbeddedDatabase, type StartDatabaseOptions } from './postgres.js'
 export { startToxiproxy, type StartToxiproxyOptions, type ToxiproxyServer } from './toxiproxy.js'
-export { proxyDatabase, type LatencyProxy, type ProxyDatabaseOptions } from './latency-proxy.js'
+export { proxyDatabase, type LatencyProxy, type ProxyDatabaseOptions, type ToxicSpec } from './latency-proxy.js'
 export { createTestSchema, searchPathOptions, type TestSchema } from './test-schema.js'

@@ -13,8 +13,21 @@ export interface LatencyProxy {
   proxy: Proxy
   /** Delays every server→client chunk by ms (± jitterMs); replaces the previous setting, 0 removes it. */
   setLatency(ms: number, jitterMs?: number): Promise<void>
+  /** Adds a toxic (reset_peer, timeout, slicer, bandwidth, limit_data, latency…); resolves to its removal. */
+  addToxic(spec: ToxicSpec): Promise<() => Promise<void>>
+  /** Disables the proxy (existing connections are closed, new ones refused) or enables it again. */
+  setEnabled(enabled: boolean): Promise<void>
   /** Deletes the proxy, closing its connections. */
   remove(): Promise<void>
+}
+
+/** A toxic as toxiproxy's API takes it; `stream` is the direction it acts on. */
+export interface ToxicSpec {
+  type: 'latency' | 'bandwidth' | 'slow_close' | 'timeout' | 'reset_peer' | 'slicer' | 'limit_data'
+  stream: 'upstream' | 'downstream'
+  attributes: Record<string, number>
+  /** Share of connections it applies to, 0 to 1 (default 1). */
+  toxicity?: number
 }
 
 export interface ProxyDatabaseOptions {
@@ -68,6 +81,16 @@ export async function proxyDatabase(
       } else {
         toxic = toxic ? await toxic.update(body) : await proxy.addToxic(body)
       }
+    },
+    async addToxic(spec) {
+      const name = `devdb_${spec.type}_${spec.stream}_${randomBytes(3).toString('hex')}`
+      const toxic = await proxy.addToxic({ name, toxicity: 1, ...spec } as never)
+      return async () => {
+        await (toxic as Toxic<unknown>).remove()
+      }
+    },
+    async setEnabled(enabled) {
+      await proxy.update({ listen: proxy.listen, upstream: proxy.upstream, enabled })
     },
     async remove() {
       await proxy.remove()

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import os from 'node:os'
@@ -18,6 +18,14 @@ export interface Database {
   /** True when it came from DATABASE_URL; stop() then leaves it alone. */
   external: boolean
   stop(): Promise<void>
+}
+
+/** An embedded server the caller may crash and restart, for fault tests. */
+export interface EmbeddedDatabase extends Database {
+  /** Kills the postmaster and every server process with SIGKILL, like a machine losing power. */
+  crash(): Promise<void>
+  /** Starts the server again on the same port and data directory (it recovers from its WAL). */
+  restart(): Promise<void>
 }
 
 export interface StartDatabaseOptions {
@@ -55,7 +63,12 @@ function fromUrl(url: string): Database {
   }
 }
 
-async function startEmbedded({ port: wantedPort, log = false }: StartDatabaseOptions): Promise<Database> {
+/** Always a throwaway embedded PostgreSQL, whatever DATABASE_URL says: one a test may crash. */
+export function startEmbeddedDatabase(opts: StartDatabaseOptions = {}): Promise<EmbeddedDatabase> {
+  return startEmbedded(opts)
+}
+
+async function startEmbedded({ port: wantedPort, log = false }: StartDatabaseOptions): Promise<EmbeddedDatabase> {
   const Embedded = await importEmbeddedPostgres()
   const isRoot = process.getuid?.() === 0
   const root = await mkdtemp(path.join(os.tmpdir(), 'devdb-pg-'))
@@ -128,6 +141,23 @@ async function startEmbedded({ port: wantedPort, log = false }: StartDatabaseOpt
   let stopping: Promise<void> | undefined
   const stop = () => (stopping ??= stopServer())
 
+  const crash = async () => {
+    const pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
+    const processes = [pid, ...childrenOf(pid)]
+    for (const p of processes) {
+      try {
+        process.kill(p, 'SIGKILL')
+      } catch {
+        // Already gone.
+      }
+    }
+    const deadline = Date.now() + STOP_TIMEOUT_MS
+    while (processes.some(isAlive) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  const restart = async () => {
+    await within(server.start(), START_TIMEOUT_MS, 'postgres did not report ready after a restart')
+  }
+
   return {
     url: `postgres://${NAME}:${NAME}@127.0.0.1:${port}/${NAME}`,
     host: '127.0.0.1',
@@ -137,6 +167,8 @@ async function startEmbedded({ port: wantedPort, log = false }: StartDatabaseOpt
     database: NAME,
     external: false,
     stop,
+    crash,
+    restart,
   }
 }
 
@@ -184,6 +216,32 @@ function killAndRemoveSync(dataDir: string, root: string): void {
   const sleeper = new Int32Array(new SharedArrayBuffer(4))
   while (existsSync(pidFile) && Date.now() < deadline) Atomics.wait(sleeper, 0, 0, 20)
   rmSync(root, { recursive: true, force: true })
+}
+
+/** Processes whose parent is `pid` (Linux /proc). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      // The command may contain spaces and parentheses: the fields after the last ')' are fixed.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      if (ppid === pid) children.push(Number(entry))
+    } catch {
+      // It exited meanwhile.
+    }
+  }
+  return children
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ')
+  } catch {
+    return false
+  }
 }
 
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
