@@ -94,6 +94,8 @@ export class FlushError extends FlushwaveError implements StatementFailure {
  */
 export class OptimisticLockError extends FlushError {
   override name = 'OptimisticLockError'
+  /** Running the unit of work again, on freshly loaded rows, is safe. */
+  readonly retryable = true
   constructor(
     message: string,
     failure: StatementFailure,
@@ -141,16 +143,33 @@ export class StatementTimeoutError extends FlushError {
   override name = 'StatementTimeoutError'
 }
 
-/** The connection failed mid-flush; see `outcome` for what is known about the transaction. */
+/**
+ * The connection failed mid-flush. `outcome` says what the server did with the transaction:
+ * 'rolled-back' when COMMIT was never sent or the server reported the transaction aborted, and
+ * 'unknown' only when the server could not be asked (it stayed unreachable) or did not answer even
+ * the first query of the flush. (When the server says it committed, the flush succeeds instead:
+ * see `FlushResult.recovered`.)
+ */
 export class ConnectionLostError extends FlushwaveError {
   override name = 'ConnectionLostError'
+  /** Retrying the unit of work is safe when nothing was committed. */
+  readonly retryable: boolean
   constructor(
     message: string,
     readonly outcome: 'rolled-back' | 'unknown',
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; transactionId?: string | undefined },
   ) {
     super(message, options)
+    this.retryable = outcome === 'rolled-back'
+    this.transactionId = options?.transactionId
   }
+  /** The server's transaction id (`pg_current_xact_id()`), when its answer arrived. */
+  readonly transactionId: string | undefined
+}
+
+/** The flush ran past `flushTimeoutMs`: Flushwave cut its connection and asked the server what became of it. */
+export class FlushTimeoutError extends ConnectionLostError {
+  override name = 'FlushTimeoutError'
 }
 
 function describe(value: unknown): string {

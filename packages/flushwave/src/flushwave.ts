@@ -9,6 +9,7 @@ import type { Schema, SchemaDefs } from './schema/define.js'
 import { EntityManager } from './unit-of-work/entity-manager.js'
 import type { Hooks } from './unit-of-work/hooks.js'
 import { IdPool } from './unit-of-work/id-pool.js'
+import { runUnitOfWork, type RetryPolicy, type UnitOfWorkResult } from './unit-of-work/retry.js'
 
 export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly schema: Schema<D>
@@ -24,6 +25,12 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly idBlockSize?: number
   /** Rows per statement at most (default 10,000); larger flushes send more statements, still pipelined. */
   readonly maxRowsPerStatement?: number
+  /**
+   * Longest a flush may take, from taking a connection to COMMIT (default 30,000 ms). Past it the
+   * connection is cut and the server asked what became of the transaction: the flush then fails
+   * with FlushTimeoutError (or succeeds, when it had committed). Applies to the postgres.js executor.
+   */
+  readonly flushTimeoutMs?: number
   /** Lifecycle hooks and validation: `{ entities: { Author: { beforeCreate, validate, … } }, beforeFlush, afterCommit }`. */
   readonly hooks?: Hooks<D>
 }
@@ -40,7 +47,9 @@ export class Flushwave<D extends SchemaDefs> {
     this.schema = options.schema
     this.hooks = options.hooks ?? {}
     this.maxRowsPerStatement = options.maxRowsPerStatement
-    const settings = options.onQuery ? { onQuery: options.onQuery } : {}
+    const timeoutMs = options.flushTimeoutMs
+    if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new FlushwaveError(`flushTimeoutMs must be a positive number of milliseconds, not ${timeoutMs}`)
+    const settings = { ...(options.onQuery ? { onQuery: options.onQuery } : {}), ...(timeoutMs === undefined ? {} : { timeoutMs }) }
     const given = [options.sql, options.knex, options.executor].filter((x) => x !== undefined).length
     if (given !== 1) throw new FlushwaveError('flushwave() takes exactly one of `sql` (postgres.js), `knex` or `executor`')
     this.executor = options.executor ?? (options.sql ? new PostgresJsExecutor(options.sql, settings) : new KnexExecutor(options.knex!, settings))
@@ -53,6 +62,15 @@ export class Flushwave<D extends SchemaDefs> {
    */
   warmUp(): Promise<WarmUp> {
     return this.executor.warmUp(allShapes(this.schema))
+  }
+
+  /**
+   * Runs `work` on a new EntityManager, then flushes it. With `{ attempts: n }`, a unit of work
+   * that lost a race (stale version, deadlock, serialization failure, lock timeout, or a connection
+   * lost before COMMIT) runs again from the start on a fresh EntityManager, up to n times in all.
+   */
+  unitOfWork<T>(work: (em: EntityManager<D>) => Promise<T>, policy?: RetryPolicy): Promise<UnitOfWorkResult<T>> {
+    return runUnitOfWork(() => this.em(), work, policy)
   }
 
   /** A new EntityManager: one per request or job. */

@@ -41,6 +41,18 @@ export interface WriteOutcome {
   readonly roundTrips: number
   /** Statements whose shape the connection had not prepared yet (each cost a describe round trip). */
   readonly coldStatements: number
+  /**
+   * Set when the connection failed after COMMIT was sent and the server, asked on another
+   * connection, said the transaction committed. `rowCounts` is then empty.
+   */
+  readonly recovered?: Recovery
+}
+
+export interface Recovery {
+  /** The committed transaction (`pg_current_xact_id()`). */
+  readonly transactionId: string
+  /** The connection failure (or timeout) that hid the COMMIT's answer. */
+  readonly cause: unknown
 }
 
 export type QueryPhase = 'read' | 'write' | 'allocate'

@@ -18,22 +18,43 @@ export interface SocketTarget {
  * after the first, right after the first reply. node-postgres sets TCP_NODELAY itself.
  *
  * Hosts are tried in order, as postgres.js does; TLS still works (postgres.js wraps the socket).
+ * It also bounds how long an ended connection may linger (see closeWithin).
  */
 export async function noDelaySocket(target: SocketTarget): Promise<net.Socket> {
-  let last: unknown
   const targets = target.path ? [{ path: target.path }] : target.host.map((host, i) => ({ host, port: target.port[i] ?? target.port[0] ?? 5432 }))
-  for (const t of targets) {
+  for (const [i, t] of targets.entries()) {
     const socket = 'path' in t ? net.connect(t.path) : net.connect(t.port, t.host)
     socket.setNoDelay(true)
+    closeWithin(socket, END_GRACE_MS)
+    // The last host's socket is returned still connecting: if it fails, postgres.js sees the error
+    // and the close, and reconnects later. A factory that throws instead leaves postgres.js 3.4.9
+    // with a connection stuck in its connecting state for good (seen after a server restart).
+    if (i === targets.length - 1) return socket
     try {
       await once(socket, 'connect')
       return socket
-    } catch (error) {
-      last = error
+    } catch {
       socket.destroy()
     }
   }
-  throw last ?? new Error('noDelaySocket: no host to connect to')
+  throw new Error('noDelaySocket: no host to connect to')
+}
+
+/** How long a peer gets to close a connection postgres.js ended before the socket is destroyed. */
+const END_GRACE_MS = 1_000
+
+/**
+ * postgres.js ends a connection politely (Terminate, then FIN) and keeps it until the peer closes
+ * its side. Across a dead network that takes as long as TCP retransmissions do, minutes, and a
+ * connection Flushwave cut after a flush timeout would stay out of the pool all that time. So an
+ * ended socket that is still open after `graceMs` is destroyed.
+ */
+function closeWithin(socket: net.Socket, graceMs: number): void {
+  const end = socket.end.bind(socket) as (...args: unknown[]) => net.Socket
+  socket.end = ((...args: unknown[]) => {
+    setTimeout(() => socket.destroyed || socket.destroy(), graceMs).unref()
+    return end(...args)
+  }) as typeof socket.end
 }
 
 /**

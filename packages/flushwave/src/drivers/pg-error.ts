@@ -29,6 +29,16 @@ export function isServerError(error: unknown): error is ServerError {
   return typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string'
 }
 
+/**
+ * A server error that ends the session rather than the statement: FATAL or PANIC severity (the
+ * server is shutting down, the backend was terminated, the database dropped) or a class 08
+ * connection exception. For a flush that is a lost connection, not a failed statement.
+ */
+export function endsSession(error: ServerError): boolean {
+  const severity = (error as { severity?: string }).severity
+  return severity === 'FATAL' || severity === 'PANIC' || error.code.startsWith('08')
+}
+
 /** The ids a version check reported as stale: it raises 22P02 on `flushwave-stale:<table>:<ids>`. */
 function staleRows(error: ServerError): string[] | undefined {
   if (error.code !== '22P02') return undefined

@@ -1,9 +1,12 @@
 import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
-import { ConnectionLostError, FlushError, FlushwaveError, SchemaError } from '../errors.js'
+import { ConnectionLostError, FlushError, FlushTimeoutError, FlushwaveError, SchemaError } from '../errors.js'
+import { CAPTURE_TRANSACTION, resolveOutcome, type OpenProbe } from './outcome.js'
+import { afterStaleError, Reservation, ReserveTimeout } from './reservation.js'
+import { until, withDeadline } from './timeout.js'
 import { renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
-import { flushError, IN_FAILED_TRANSACTION, isServerError } from './pg-error.js'
+import { endsSession, flushError, IN_FAILED_TRANSACTION, isServerError } from './pg-error.js'
 import { pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
 
 const TEXT_OID = 25
@@ -12,7 +15,11 @@ export interface PostgresJsOptions {
   readonly onQuery?: (event: QueryEvent) => void
   /** Set on the executor of `transaction()`: `sql` is then inside a transaction it does not own. */
   readonly inTransaction?: boolean
+  /** Longest a flush may take, from reserving a connection to COMMIT (default 30 s). */
+  readonly timeoutMs?: number
 }
+
+export const DEFAULT_FLUSH_TIMEOUT_MS = 30_000
 
 /**
  * Executes on postgres.js. A write reserves one connection and sends BEGIN, every statement and
@@ -23,26 +30,37 @@ export interface PostgresJsOptions {
 export class PostgresJsExecutor implements Executor {
   /** postgres.js sends at most this many queries before waiting (its `max_pipeline`, default 100). */
   private readonly maxPipeline: number
+  private readonly timeoutMs: number
+  /** Set by a connection failure: the pool may have to reconnect before the next reservation. */
+  private reconnecting = false
 
   constructor(
     private readonly sql: Sql,
     private readonly options: PostgresJsOptions = {},
   ) {
     const configured = (sql as { options?: { max_pipeline?: number } }).options?.max_pipeline
-    this.maxPipeline = Math.max(3, configured ?? 100)
+    this.maxPipeline = Math.max(4, configured ?? 100)
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
   }
 
   async read(statement: Statement): Promise<unknown[][]> {
     this.emit('read', statement)
-    const rows = await this.run(this.sql, statement).values()
+    const rows = await afterStaleError(() => this.run(this.sql, statement).values())
     return rows as unknown as unknown[][]
   }
 
   async nextIds(requests: readonly IdRequest[]): Promise<IdBlocks> {
     const statement = renderNextIds(requests)
     this.emit('allocate', statement)
-    const query = this.run(this.sql, statement).values()
-    const rows = (await query) as unknown as [string, string | null][]
+    let query: ReturnType<PendingQuery<Row[]>['values']> | undefined
+    const attempt = () => (query = this.run(this.sql, statement).values())
+    const rows = (await withDeadline(afterStaleError(attempt), performance.now() + this.timeoutMs, () => {
+      query?.cancel()
+      return new FlushTimeoutError(`flush timed out after ${this.timeoutMs} ms allocating ids; nothing was written`, 'rolled-back')
+    }).catch((error: unknown) => {
+      // Taking ids writes nothing a flush could lose: whatever failed here, nothing was committed.
+      throw error instanceof FlushwaveError || (isServerError(error) && !endsSession(error)) ? error : lost(error, 'rolled-back', undefined)
+    })) as unknown as [string, string | null][]
     const out = requests.map((): string[] => [])
     for (const [i, id] of rows) {
       const request = requests[Number(i) - 1]!
@@ -51,7 +69,7 @@ export class PostgresJsExecutor implements Executor {
       }
       out[Number(i) - 1]!.push(id)
     }
-    return { ids: out, roundTrips: readRoundTrips(query) }
+    return { ids: out, roundTrips: readRoundTrips(query!) }
   }
 
   /**
@@ -62,13 +80,15 @@ export class PostgresJsExecutor implements Executor {
     if (this.options.inTransaction) throw new FlushwaveError('warm up outside of transactions')
     const started = performance.now()
     const max = (this.sql as { options?: { max?: number } }).options?.max ?? 10
-    const connections = await Promise.all(Array.from({ length: max }, () => this.sql.reserve()))
+    const connections = await Promise.all(Array.from({ length: max }, () => Reservation.open(this.sql, Infinity)))
     let prepared = 0
     try {
       await Promise.all(
         connections.map(async (conn) => {
+          // A query without parameters is never held back, so it hands over the connection.
+          await conn.sql.unsafe('select 1', [], conn.tracking as object)
           for (const statement of statements) {
-            const query = this.run(conn, statement)
+            const query = this.run(conn.sql, statement)
             await query
             if (wasDescribed(query)) prepared++
           }
@@ -90,52 +110,119 @@ export class PostgresJsExecutor implements Executor {
     )
   }
 
+  /**
+   * BEGIN, the transaction id, the statements and COMMIT in one pipeline. If the connection fails
+   * or the flush runs past its deadline, the connection is cut and the server is asked on a fresh
+   * one what became of the transaction (see outcome.ts).
+   */
   async write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome> {
     if (this.options.inTransaction) return this.writeInTransaction(waves)
+    const deadline = performance.now() + this.timeoutMs
     const batches = this.batches(waves)
-    const conn = await this.sql.reserve()
+    let reservation: Reservation
+    try {
+      if (this.reconnecting) {
+        // postgres.js 3.4.9 loses a connection for good when a reserve() fails to connect (the
+        // rejected request stays queued and later swallows a connection). After a connection
+        // failure, let a plain query reconnect the pool first: it leaves nothing queued.
+        await withDeadline(afterStaleError(() => this.sql.unsafe('select 1')), deadline, () => new ReserveTimeout())
+        this.reconnecting = false
+      }
+      reservation = await Reservation.open(this.sql, deadline)
+    } catch (error) {
+      if (!(error instanceof ReserveTimeout)) {
+        this.reconnecting = true
+        throw lost(error, 'rolled-back', undefined)
+      }
+      throw new FlushTimeoutError(`flush timed out after ${this.timeoutMs} ms waiting for a free connection; nothing was sent`, 'rolled-back')
+    }
+    const conn = reservation.sql
     let ended = false
     let commitSent = false
+    let timedOut = false
+    const flight: { xid?: string; pid?: number; begin?: PendingQuery<Row[]> } = {}
     let roundTrips = 0
     let coldStatements = 0
     const rowCounts: number[][] = waves.map(() => [])
+    const timer = setTimeout(() => {
+      timedOut = true
+      reservation.terminate() // the pipeline below stops waiting at once
+    }, until(deadline))
     try {
       for (const [index, batch] of batches.entries()) {
         const first = index === 0
         const last = index === batches.length - 1
-        const queries: PendingQuery<Row[]>[] = first ? [conn.unsafe('begin')] : []
+        const queries: PendingQuery<Row[]>[] = []
+        const begin = first ? conn.unsafe<Row[]>('begin', [], reservation.tracking as object) : undefined
+        const capture = first ? conn.unsafe<Row[]>(CAPTURE_TRANSACTION, [], { prepare: true }) : undefined
+        if (begin && capture) queries.push(begin, capture)
         for (const s of batch.statements) {
           this.emit('write', s)
           queries.push(this.run(conn, s))
         }
         if (last) queries.push(conn.unsafe('commit'))
         commitSent = last
-        const settled = await Promise.allSettled(queries)
+        const settling = settle(queries, reservation.gone) // sends them, in order
+        if (begin && capture) {
+          flight.begin = begin
+          capture.then((rows) => {
+            const row = rows[0] as { xid: string; pid: number } | undefined
+            if (row) Object.assign(flight, row)
+          }, () => undefined)
+        }
+        const settled = await settling
         roundTrips += pipelineRoundTrips(queries)
         coldStatements += queries.filter(wasDescribed).length
-        const offset = first ? 1 : 0
-        const failure = firstFailure(settled, offset, batch.statements)
+        const offset = first ? 2 : 0
+        const failure = timedOut ? new Error('flush timed out') : firstFailure(settled, offset, batch.statements)
         if (failure !== undefined) {
           // A pipelined COMMIT after a failure comes back as ROLLBACK; without one, end it here.
-          ended = last && settled[settled.length - 1]!.status === 'fulfilled'
+          ended = last && settled[settled.length - 1]?.status === 'fulfilled'
           throw failure
         }
         batch.statements.forEach((_, i) => {
-          const result = (settled[offset + i] as PromiseFulfilledResult<{ count: number }>).value
+          const result = (settled[offset + i] as unknown as PromiseFulfilledResult<{ count: number }>).value
           rowCounts[batch.wave]!.push(result.count)
         })
         if (last) {
           ended = true
-          const tag = (settled[settled.length - 1] as PromiseFulfilledResult<{ command: string }>).value.command
+          const tag = (settled[settled.length - 1] as unknown as PromiseFulfilledResult<{ command: string }>).value.command
           if (tag !== 'COMMIT') throw new FlushError(`COMMIT answered ${tag}; nothing was committed`, unknownFailure)
         }
       }
       return { rowCounts, roundTrips, coldStatements }
     } catch (error) {
-      if (!ended) await conn.unsafe('rollback').catch(() => undefined)
-      throw error instanceof FlushwaveError ? error : lost(error, commitSent)
+      if (error instanceof FlushwaveError) {
+        if (!ended && reservation.usable) await conn.unsafe('rollback').catch(() => undefined)
+        throw error
+      }
+      // The connection failed or ran out of time: cut it, then ask the server on another one.
+      clearTimeout(timer)
+      this.reconnecting = true
+      reservation.terminate()
+      const budget = Math.min(Math.max(this.timeoutMs, 1000), 5000)
+      const outcome = await resolveOutcome(() => this.openProbe(), { xid: flight.xid, pid: flight.pid ?? (flight.begin && reservation.pidOf(flight.begin)) }, performance.now() + budget)
+      if (outcome === 'committed' && commitSent && flight.xid !== undefined) {
+        return { rowCounts: [], roundTrips, coldStatements, recovered: { transactionId: flight.xid, cause: error } }
+      }
+      // Without COMMIT nothing can have committed, whatever the server could be asked.
+      throw lost(error, commitSent && outcome === 'unknown' ? 'unknown' : 'rolled-back', flight.xid, timedOut && this.timeoutMs)
     } finally {
-      conn.release()
+      clearTimeout(timer)
+      reservation.release()
+    }
+  }
+
+  /** A one-connection client with the pool's settings, for outcome probes; closing it destroys the connection. */
+  private openProbe(): ReturnType<OpenProbe> {
+    const options = (this.sql as unknown as { options: object }).options
+    // Loaded here, not at the top: applications on knex alone need not install postgres.js.
+    // Its own `shared` state: failed probes must not lengthen the pool's reconnect backoff.
+    const own = { ...options, max: 1, idle_timeout: 0, fetch_types: false, shared: { retries: 0, typeArrayMap: {} } }
+    const client = import('postgres').then(({ default: postgres }) => postgres(own as never) as Sql)
+    return {
+      probe: async (text, params) => (await (await client).unsafe(text, params as string[]).values()) as unknown as unknown[][],
+      close: async () => (await client).end({ timeout: 0 }),
     }
   }
 
@@ -153,27 +240,38 @@ export class PostgresJsExecutor implements Executor {
       roundTrips += pipelineRoundTrips(queries)
       coldStatements += queries.filter(wasDescribed).length
       const failure = firstFailure(settled, 0, batch.statements)
-      if (failure !== undefined) throw failure instanceof FlushwaveError ? failure : lost(failure, false)
+      if (failure !== undefined) throw failure instanceof FlushwaveError ? failure : lost(failure, 'rolled-back', undefined)
       rowCounts[batch.wave] ??= []
       settled.forEach((r) => rowCounts[batch.wave]!.push((r as PromiseFulfilledResult<{ count: number }>).value.count))
     }
     return { rowCounts, roundTrips, coldStatements }
   }
 
-  /** Splits waves into pipelines that fit under max_pipeline with BEGIN and COMMIT. */
+  /**
+   * Splits waves into pipelines of at most max_pipeline queries: the first also carries BEGIN and
+   * the transaction id, the last COMMIT. A wave never shares a pipeline with the next one.
+   */
   private batches(waves: readonly (readonly WriteStatement[])[]): { wave: number; statements: readonly WriteStatement[] }[] {
-    const size = this.maxPipeline - 2
     const out: { wave: number; statements: readonly WriteStatement[] }[] = []
+    let left = waves.reduce((n, wave) => n + wave.length, 0)
     waves.forEach((statements, wave) => {
-      for (let i = 0; i < statements.length; i += size) out.push({ wave, statements: statements.slice(i, i + size) })
+      for (let i = 0; i < statements.length; ) {
+        const room = this.maxPipeline - (out.length === 0 ? 2 : 0)
+        const inWave = statements.length - i
+        // The pipeline that takes the last statement needs room for COMMIT too.
+        const take = inWave === left && inWave === room ? room - 1 : Math.min(inWave, room)
+        out.push({ wave, statements: statements.slice(i, i + take) })
+        i += take
+        left -= take
+      }
     })
     return out
   }
 
-  private run(sql: Sql | ReservedSql, statement: Statement): PendingQuery<Row[]> {
+  private run(sql: Sql | ReservedSql, statement: Statement, extra: object = {}): PendingQuery<Row[]> {
     const params = statement.params.map((p) => sql.typed(p as never, TEXT_OID))
     // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
-    return sql.unsafe(statement.text, params as never[], { prepare: true })
+    return sql.unsafe(statement.text, params as never[], { prepare: true, ...extra })
   }
 
   private emit(phase: QueryEvent['phase'], statement: Statement): void {
@@ -183,17 +281,22 @@ export class PostgresJsExecutor implements Executor {
 
 const unknownFailure = { code: undefined, table: 'unknown', entity: undefined, constraint: undefined, detail: undefined }
 
-/** The first real error of a pipeline, never the 25P02 echoes that follow it. */
+/**
+ * The first real error of a pipeline, never the 25P02 echoes that follow it. A connection-level
+ * failure (socket closed, FATAL from the server, a query that never settled) comes back as is:
+ * the caller finds out what became of the transaction.
+ */
 function firstFailure(
-  settled: readonly PromiseSettledResult<unknown>[],
+  settled: readonly (PromiseSettledResult<unknown> | undefined)[],
   offset: number,
   statements: readonly WriteStatement[],
 ): unknown {
   let echo: unknown
   for (const [i, result] of settled.entries()) {
+    if (result === undefined) return new Error('the connection closed before every query of the flush was answered')
     if (result.status === 'fulfilled') continue
     const error: unknown = result.reason
-    if (!isServerError(error)) return error // the connection failed: the caller reports it
+    if (!isServerError(error) || endsSession(error)) return error
     if (error.code === IN_FAILED_TRANSACTION) {
       echo ??= error
       continue
@@ -203,8 +306,33 @@ function firstFailure(
   return echo === undefined ? undefined : flushError(echo as never, undefined)
 }
 
-function lost(error: unknown, commitSent: boolean): ConnectionLostError {
-  const outcome = commitSent ? 'unknown' : 'rolled-back'
-  const what = commitSent ? 'after COMMIT was sent: the outcome is unknown' : 'before COMMIT: nothing was committed'
-  return new ConnectionLostError(`connection lost during flush ${what} (${(error as Error)?.message ?? String(error)})`, outcome, { cause: error })
+/**
+ * Every query's result, or, once the connection is gone, what had settled by then (undefined for
+ * the rest). postgres.js rejects the queries it sent when a connection closes, but not those it
+ * held back behind a describe: waiting for all of them could take forever.
+ */
+async function settle(queries: readonly PendingQuery<Row[]>[], gone: Promise<void>): Promise<(PromiseSettledResult<Row[]> | undefined)[]> {
+  const results: (PromiseSettledResult<Row[]> | undefined)[] = queries.map(() => undefined)
+  const all = Promise.all(
+    queries.map((query, i) =>
+      query.then(
+        (value) => void (results[i] = { status: 'fulfilled', value }),
+        (reason: unknown) => void (results[i] = { status: 'rejected', reason }),
+      ),
+    ),
+  )
+  // After the close, give the rejections postgres.js is delivering a turn of the event loop to land.
+  await Promise.race([all, gone.then(() => new Promise((resolve) => setImmediate(resolve)))])
+  return results
+}
+
+function lost(error: unknown, outcome: 'rolled-back' | 'unknown', transactionId: string | undefined, timedOutAfter: number | false = false): ConnectionLostError {
+  const what =
+    outcome === 'rolled-back'
+      ? 'nothing was committed'
+      : 'the outcome is unknown: no answer to this flush arrived and the server could not say whether it committed ' +
+        '(a retry cannot write it twice: its inserts would fail as duplicates, its versioned updates as stale)'
+  const options = { cause: error, transactionId }
+  if (timedOutAfter !== false) return new FlushTimeoutError(`flush timed out after ${timedOutAfter} ms; ${what}`, outcome, options)
+  return new ConnectionLostError(`connection lost during flush; ${what} (${(error as Error)?.message ?? String(error)})`, outcome, options)
 }

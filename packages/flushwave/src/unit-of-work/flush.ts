@@ -1,4 +1,4 @@
-import type { Executor } from '../drivers/executor.js'
+import type { Executor, Recovery } from '../drivers/executor.js'
 import { ConnectionLostError, FlushError } from '../errors.js'
 import { isEmpty } from '../plan/changes.js'
 import { rowCount, serverCountsRows, tableOf } from '../plan/ops.js'
@@ -28,6 +28,12 @@ export interface FlushResult {
   readonly coldStatements: number
   readonly durationMs: number
   readonly plan: Plan
+  /**
+   * Set when the connection failed after COMMIT was sent and the server, asked on a fresh
+   * connection, said the transaction had committed: the flush succeeded, and its row counts come
+   * from the plan rather than from the server.
+   */
+  readonly recovered?: Recovery
 }
 
 export interface FlushContext {
@@ -72,7 +78,8 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   ctx.journal?.push(undoer(ctx, set, assigned))
   record(ctx.uow, set, assigned)
   ctx.onWritten?.(set)
-  return result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, started)
+  const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, started)
+  return outcome.recovered ? { ...done, recovered: outcome.recovered } : done
 }
 
 async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, string>; preparation: Preparation[] }> {

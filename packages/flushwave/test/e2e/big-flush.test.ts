@@ -17,7 +17,7 @@ afterAll(() => db.close())
 
 describe('big flushes', () => {
   it('split statements by rows and pipelines by the driver in-flight limit; round trips grow with chunks, not rows', async () => {
-    // A pipeline of 6 queries at most: BEGIN, 4 statements, COMMIT.
+    // A pipeline of 6 queries at most: BEGIN, the transaction id and 4 statements; 6 statements; the rest and COMMIT.
     const sql = postgres(db.sql.options as never)
     const narrow = postgres({ ...(sql.options as object), ...tcpNoDelay, max: 1, max_pipeline: 6 } as never) as postgres.Sql
     await sql.end()
@@ -32,7 +32,7 @@ describe('big flushes', () => {
       expect(result.statements).toBe(3 + 8)
       const writes = db.queries.filter((q) => q.phase === 'write')
       expect(writes.map((q) => q.text.split(' (')[0])).toEqual([...Array(3).fill('insert into "parent"'), ...Array(8).fill('insert into "child"')])
-      // 11 statements in pipelines of 4: three pipelines, each shape described once on this fresh connection.
+      // 11 statements in three pipelines (4, 6, 1), each shape described once on this fresh connection.
       expect(result.coldStatements).toBe(2)
       expect(await db.sql`select count(*)::int as n from child c join parent p on p.id = c.parent_id`).toEqual([{ n: 7_500 }])
 

@@ -1,0 +1,98 @@
+import { withDeadline } from './timeout.js'
+
+/**
+ * When a connection fails after COMMIT was sent, the client cannot tell from the wire whether the
+ * transaction committed. Every flush therefore asks for its transaction id and server process id
+ * right after BEGIN, in the same pipeline (no extra round trip), and on such a failure this module
+ * asks the server on a fresh connection. Needs PostgreSQL 13 (`pg_current_xact_id`, `pg_xact_status`).
+ */
+
+/** First statement after BEGIN: the transaction id (assigned now) and the server process. */
+export const CAPTURE_TRANSACTION = 'select pg_current_xact_id()::text as xid, pg_backend_pid() as pid'
+
+export type Outcome = 'committed' | 'rolled-back' | 'unknown'
+
+/** What the client knows about a transaction whose connection failed. */
+export interface InFlight {
+  /** From CAPTURE_TRANSACTION, when its answer arrived. */
+  readonly xid: string | undefined
+  /** The server process that ran it, when known. */
+  readonly pid: number | undefined
+}
+
+/** Runs one statement on a connection other than the failed one; rows as arrays. */
+export type Probe = (text: string, params: readonly string[]) => Promise<unknown[][]>
+
+/**
+ * Opens a fresh connection to probe on. Never a pooled one: after a network failure the pool may
+ * hold connections that look open and never answer. `close` destroys it, answered or not.
+ */
+export type OpenProbe = () => { readonly probe: Probe; close(): Promise<void> }
+
+/** Longest one probe attempt may take before it is abandoned and retried on a new connection. */
+const ATTEMPT_MS = 2_000
+
+/**
+ * The transaction's fate, asked on another connection. A transaction still in progress (its server
+ * process has not noticed that the client is gone: it waits on a lock, or on a stalled network) is
+ * ended with pg_terminate_backend, which rolls it back unless COMMIT won the race, and asked about
+ * again. Failed probes are retried until `deadline` (a performance.now() time); past it, 'unknown'.
+ */
+export async function resolveOutcome(open: OpenProbe, flight: InFlight, deadline: number): Promise<Outcome> {
+  let xid = flight.xid
+  let terminated = false
+  for (let attempt = 0; performance.now() < deadline; attempt++) {
+    const connection = open()
+    const probe: Probe = (text, params) => withDeadline(connection.probe(text, params), Math.min(deadline, performance.now() + ATTEMPT_MS), timedOut)
+    try {
+      if (xid === undefined) {
+        // Not even the first answer arrived. If the server process is inside a transaction, that
+        // is this flush's: end it and take its id from pg_stat_activity (32 bits, widened here).
+        if (flight.pid === undefined) return 'unknown'
+        const [row] = await probe(TERMINATE_AND_WIDEN, [String(flight.pid)])
+        if (row === undefined) return 'unknown' // gone, or outside any transaction: nothing to ask about
+        xid = String(row[0])
+        terminated = true
+      }
+      for (;;) {
+        const [[status] = []] = await probe('select pg_xact_status($1::xid8)', [xid])
+        if (status === 'committed') return 'committed'
+        if (status === 'aborted') return 'rolled-back'
+        if (status !== 'in progress') return 'unknown' // null: older than the server keeps statuses for
+        if (!terminated && flight.pid !== undefined) {
+          await probe('select pg_terminate_backend($1::int4)', [String(flight.pid)])
+          terminated = true
+        }
+        await sleep(20)
+        if (performance.now() >= deadline) return 'unknown'
+      }
+    } catch (error) {
+      if (neverDurable(error)) return 'rolled-back'
+      // This connection failed or hung: try again on a new one until the deadline.
+    } finally {
+      await connection.close().catch(() => undefined)
+    }
+    await sleep(Math.min(250, 20 * 2 ** attempt))
+  }
+  return 'unknown'
+}
+
+/**
+ * After a crash, an id the server hands out again if the transaction never reached the WAL: asked
+ * about it, the server says "transaction ID … is in the future". Nothing of it survived.
+ */
+function neverDurable(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null
+  return e?.code === '22023' && typeof e.message === 'string' && e.message.includes('is in the future')
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const timedOut = () => new Error('outcome probe timed out')
+
+/**
+ * Terminates the process if it is inside a transaction with an id, and returns that id as xid8:
+ * pg_stat_activity shows 32 bits; the epoch comes from the next id to be assigned.
+ */
+const TERMINATE_AND_WIDEN = `select (((next >> 32) - (case when xid > (next & 4294967295) then 1 else 0 end)) << 32 | xid)::text, pg_terminate_backend(pid)
+from (select pid, backend_xid::text::int8 as xid, pg_snapshot_xmax(pg_current_snapshot())::text::int8 as next
+      from pg_stat_activity where pid = $1::int4 and backend_xid is not null) a`
