@@ -110,12 +110,18 @@ export class Column<T, N extends boolean = false, D extends boolean = false> {
     })
   }
 
-  /** Bounds for numbers (also bigint and decimal strings). */
+  /** Bounds for numbers (also bigint and decimal strings, compared exactly). */
   range(bounds: { min?: number | bigint; max?: number | bigint }): this {
     return this.check((value) => {
+      // Number('5.0000000000000000001') is 5: a decimal string is compared digit by digit instead.
+      const decimal = typeof value === 'string' ? decimalParts(value) : undefined
       const v = typeof value === 'bigint' ? value : Number(value)
-      if (bounds.min !== undefined && v < bounds.min) return `must be at least ${bounds.min}`
-      if (bounds.max !== undefined && v > bounds.max) return `must be at most ${bounds.max}`
+      const compare = (bound: number | bigint): number => {
+        const b = decimal && decimalParts(String(bound))
+        return b ? compareDecimals(decimal, b) : v < bound ? -1 : v > bound ? 1 : 0
+      }
+      if (bounds.min !== undefined && compare(bounds.min) < 0) return `must be at least ${bounds.min}`
+      if (bounds.max !== undefined && compare(bounds.max) > 0) return `must be at most ${bounds.max}`
       return undefined
     })
   }
@@ -192,6 +198,32 @@ function column<T>(type: ColumnType<T>, enumValues?: readonly string[]): Column<
     version: false,
     rules: [],
   })
+}
+
+/** A decimal as sign × 0.digits × 10^point, digits without leading or trailing zeros ('' for zero). */
+interface DecimalParts {
+  readonly sign: -1 | 0 | 1
+  readonly digits: string
+  readonly point: number
+}
+
+/** Parses `-12.5e3` (and what String() makes of a number or a bigint); undefined when it is not a decimal. */
+function decimalParts(text: string): DecimalParts | undefined {
+  const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text)
+  if (!m || (m[2] ?? '') + (m[3] ?? '') === '') return undefined
+  const all = (m[2] ?? '') + (m[3] ?? '')
+  const lead = all.search(/[1-9]/)
+  if (lead < 0) return { sign: 0, digits: '', point: 0 }
+  const digits = all.slice(lead).replace(/0+$/, '')
+  return { sign: m[1] === '-' ? -1 : 1, digits, point: (m[2] ?? '').length + Number(m[4] ?? 0) - lead }
+}
+
+function compareDecimals(a: DecimalParts, b: DecimalParts): number {
+  if (a.sign !== b.sign) return a.sign - b.sign
+  if (a.sign === 0) return 0
+  const length = Math.max(a.digits.length, b.digits.length)
+  const magnitude = a.point !== b.point ? a.point - b.point : a.digits.padEnd(length, '0') < b.digits.padEnd(length, '0') ? -1 : a.digits === b.digits ? 0 : 1
+  return a.sign * Math.sign(magnitude)
 }
 
 function literal<T>(type: ColumnType<T>, value: T): string | undefined {

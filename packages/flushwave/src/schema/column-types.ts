@@ -18,18 +18,37 @@ const INT4_MIN = -(2 ** 31)
 const INT4_MAX = 2 ** 31 - 1
 const INT8_MIN = -(2n ** 63n)
 const INT8_MAX = 2n ** 63n - 1n
-const NUMERIC = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/
+/** Integer digits, fraction digits (either may be empty, not both) and exponent of a decimal string. */
+const NUMERIC = /^[+-]?(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?$/
+/** PostgreSQL's numeric limits (numeric.c): 131072 digits before the point, 16383 after, |exponent| ≤ 2^30-1. */
+const NUMERIC_MAX_INTEGER_DIGITS = 131072
+const NUMERIC_MAX_SCALE = 16383
+const NUMERIC_MAX_EXPONENT = 2 ** 30 - 1
+/** In JSON.stringify's output: a \u escape (after an even run of backslashes) of NUL or of a surrogate. */
+const UNSTORABLE_JSON_ESCAPE = /(?<!\\)(?:\\\\)*\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})/
+/** What toISOString() writes in a form PostgreSQL reads: years 1 to 9999 (others get a sign and six digits). */
+const TIMESTAMP_MIN = Date.parse('0001-01-01T00:00:00.000Z')
+const TIMESTAMP_MAX = Date.parse('9999-12-31T23:59:59.999Z')
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const plain = (c: string): string => c
 
-function noNul(s: string): string | undefined {
-  return s.includes('\0') ? 'text cannot contain NUL (\\0) characters' : undefined
+/** String.prototype.isWellFormed (ES2024, in every Node.js this package supports). */
+const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed()
+
+/**
+ * PostgreSQL text cannot hold NUL; and a lone UTF-16 surrogate is no Unicode character: encoded to
+ * UTF-8 on its way to the server it would silently become U+FFFD, so the text would not be stored as given.
+ */
+function unstorableText(s: string): string | undefined {
+  if (s.includes('\0')) return 'text cannot contain NUL (\\0) characters'
+  if (!isWellFormed(s)) return 'text cannot contain a lone UTF-16 surrogate (it is not valid Unicode)'
+  return undefined
 }
 
 export const text: ColumnType<string> = {
   sqlType: 'text',
-  check: (v) => (typeof v === 'string' ? noNul(v) : 'expected a string'),
+  check: (v) => (typeof v === 'string' ? unstorableText(v) : 'expected a string'),
   toText: (v) => v,
   fromDb: (raw) => String(raw),
   selectExpr: plain,
@@ -71,10 +90,10 @@ export const serialId: ColumnType<number> = {
 /** Exact decimals travel as strings; a finite JS number is accepted on write. */
 export const numeric: ColumnType<string> = {
   sqlType: 'numeric',
-  check: (v) =>
-    (typeof v === 'string' && NUMERIC.test(v)) || (typeof v === 'number' && Number.isFinite(v))
-      ? undefined
-      : 'expected a decimal string or a finite number',
+  check: (v) => {
+    if (typeof v === 'number') return Number.isFinite(v) ? undefined : 'expected a decimal string or a finite number'
+    return typeof v === 'string' ? numericProblem(v) : 'expected a decimal string or a finite number'
+  },
   toText: (v) => String(v),
   fromDb: (raw) => String(raw),
   selectExpr: (c) => `${c}::text`,
@@ -94,7 +113,11 @@ let lastText = ''
 
 export const timestamptz: ColumnType<Date> = {
   sqlType: 'timestamptz',
-  check: (v) => (v instanceof Date && !Number.isNaN(v.getTime()) ? undefined : 'expected a valid Date'),
+  check: (v) => {
+    if (!(v instanceof Date) || Number.isNaN(v.getTime())) return 'expected a valid Date'
+    const time = v.getTime()
+    return time >= TIMESTAMP_MIN && time <= TIMESTAMP_MAX ? undefined : 'expected a Date from year 1 to 9999 (UTC)'
+  },
   toText: (v) => {
     const time = v.getTime()
     if (time !== lastTime) {
@@ -116,13 +139,43 @@ export const uuid: ColumnType<string> = {
   selectExpr: plain,
 }
 
+/**
+ * Why PostgreSQL's numeric cannot take this decimal string exactly as it is written (the server
+ * would refuse it, after the flush was sent), or undefined.
+ */
+function numericProblem(s: string): string | undefined {
+  const m = NUMERIC.exec(s)
+  if (!m) return 'expected a decimal string or a finite number'
+  const integer = m[1] ?? ''
+  const fraction = m[2] ?? m[3] ?? ''
+  const exponent = m[4] === undefined ? 0 : Number(m[4])
+  if (!(Math.abs(exponent) <= NUMERIC_MAX_EXPONENT)) return 'the exponent is out of the range of numeric'
+  if (fraction.length - exponent > NUMERIC_MAX_SCALE) return `numeric has at most ${NUMERIC_MAX_SCALE} digits after the decimal point`
+  const first = (integer + fraction).search(/[1-9]/)
+  if (first >= 0 && integer.length + exponent - first > NUMERIC_MAX_INTEGER_DIGITS) {
+    return `numeric has at most ${NUMERIC_MAX_INTEGER_DIGITS} digits before the decimal point`
+  }
+  return undefined
+}
+
 export function jsonb<T>(): ColumnType<T> {
   return {
     sqlType: 'jsonb',
     check: (v) => {
       try {
-        const json = JSON.stringify(v) as string | undefined
-        return json === undefined ? 'expected a JSON value' : noNul(json)
+        // JSON.stringify writes NaN and ±Infinity as null: refuse them rather than store something else.
+        let nonFinite: number | undefined
+        const json = JSON.stringify(v, (_key, value: unknown) => {
+          if (typeof value === 'number' && !Number.isFinite(value)) nonFinite ??= value
+          return value
+        }) as string | undefined
+        if (json === undefined) return 'expected a JSON value'
+        if (nonFinite !== undefined) return `JSON has no ${nonFinite} (JSON.stringify would write null)`
+        // JSON.stringify escapes NUL and lone surrogates (\u0000, \ud800): PostgreSQL's jsonb rejects both.
+        const escape = UNSTORABLE_JSON_ESCAPE.exec(json)?.[1]?.toLowerCase()
+        if (escape === '0000') return 'JSON strings cannot contain NUL (\\u0000) characters'
+        if (escape) return `JSON strings cannot contain a lone surrogate (\\u${escape})`
+        return undefined
       } catch (error) {
         return `not serializable as JSON: ${(error as Error).message}`
       }

@@ -11,6 +11,20 @@ export interface CollectionFactory {
 type EntityClass = new (state: EntityState) => HasState
 const classes = new WeakMap<EntityMeta, EntityClass>()
 
+/**
+ * The end of every entity class's prototype chain. An assignment to a name that no accessor of the
+ * class handles (a typo, an unknown key of a request body passed to Object.assign) reaches this
+ * proxy and is rejected, rather than making an own property that no flush would ever write. The
+ * properties of the entity are accessors found first, on the class prototype: they never get here.
+ */
+const unknownProperties: object = new Proxy(Object.create(Object.prototype) as object, {
+  set(target, key, value, receiver) {
+    if (typeof key === 'symbol') return Reflect.set(target, key, value, receiver)
+    const name = stateOf(receiver)?.meta.name ?? 'entity'
+    throw new InvalidValueError(name, key, value, `is not a property of ${name}`)
+  },
+})
+
 /** Makes an entity object: its only own property is its state; its properties are accessors on a class per entity. */
 export function makeEntity(state: EntityState): HasState {
   let EntityClass = classes.get(state.meta)
@@ -26,6 +40,7 @@ function classFor(meta: EntityMeta): EntityClass {
     }
   }
   const proto = EntityClass.prototype as object
+  Object.setPrototypeOf(proto, unknownProperties)
   Object.defineProperty(proto, meta.id.prop, {
     enumerable: true,
     get(this: HasState) {
@@ -60,6 +75,9 @@ function classFor(meta: EntityMeta): EntityClass {
       get(this: HasState) {
         return (this[STATE].owner as CollectionFactory).collection(this, rel.prop)
       },
+      set() {
+        throw new EntityStateError(`${meta.name}.${rel.prop} is a collection: change it with add() and remove()`)
+      },
     })
   }
   Object.defineProperty(proto, 'toJSON', { value: toJSON })
@@ -81,11 +99,29 @@ export function checkValue(state: EntityState, field: FieldMeta, value: unknown)
   if (reason !== undefined) throw new InvalidValueError(state.meta.name, field.prop, value, reason)
 }
 
+/**
+ * Checks again, before a flush sends anything, the values that can change after they were assigned:
+ * Dates and JSON objects, changed in place (`date.setTime(NaN)`, `doc.n = 1n`). Other values are
+ * immutable and were checked when assigned.
+ */
+export function checkMutableValues(entities: readonly HasState[]): void {
+  for (const entity of entities) {
+    const state = entity[STATE]
+    if (state.status === 'removed' || state.status === 'detached') continue
+    for (const field of state.meta.fields) {
+      const value = state.values[field.prop]
+      if (field.ref || typeof value !== 'object' || value === null) continue
+      const reason = field.type.check(value)
+      if (reason !== undefined) throw new InvalidValueError(state.meta.name, field.prop, value, `${reason} (${label(state)}: changed in place after it was assigned)`)
+    }
+  }
+}
+
 function invalidity(state: EntityState, field: FieldMeta, value: unknown): string | undefined {
   if (value === undefined) return 'undefined is not a value (use null for nullable properties)'
   if (value === null) return field.nullable ? undefined : 'is not nullable'
   if (!field.ref) return field.type.check(value)
-  const target = stateOf(value as object)
+  const target = stateOf(value)
   if (!target || target.meta !== field.ref.target) return `expected a ${field.ref.target.name} entity`
   if (target.owner !== state.owner) return 'the entity belongs to another EntityManager'
   if (target.status === 'removed' || target.status === 'detached') return `${label(target)} is ${target.status}`

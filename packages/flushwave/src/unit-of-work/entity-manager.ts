@@ -14,7 +14,8 @@ import { OneToManyCollection } from './one-to-many.js'
 import { UnitOfWork } from './unit-of-work.js'
 import { DEFAULT_MAX_ROWS } from '../plan/chunk.js'
 import { validate } from './validation.js'
-import { columnOf, conditions } from './where.js'
+import { checkMutableValues } from './entity-class.js'
+import { columnOf, conditions, isPlainObject } from './where.js'
 
 export interface FindOptions<D extends SchemaDefs, K extends EntityName<D>> {
   readonly orderBy?: OrderBy<D, K>
@@ -108,9 +109,15 @@ export class EntityManager<D extends SchemaDefs> {
   /** Entities whose properties match `where` (every condition ANDed). */
   async find<K extends EntityName<D>>(name: K, where: Where<D, K> = {}, options: FindOptions<D, K> = {}): Promise<Entity<D, K>[]> {
     const meta = this.schema.meta(name)
+    // Untyped callers: null or an array here would otherwise be read as "no options" or by index.
+    if (!isPlainObject(options as unknown)) throw new InvalidValueError(meta.name, 'options', options, 'find() options must be an object')
+    if (options.orderBy !== undefined && !isPlainObject(options.orderBy as unknown)) {
+      throw new InvalidValueError(meta.name, 'orderBy', options.orderBy, "expected an object of property: 'asc' | 'desc'")
+    }
     const orderBy = Object.entries(options.orderBy ?? {}).map(([prop, dir]) => {
+      const column = columnOf(meta, prop) // an unknown property is the error, whatever its direction
       if (dir !== 'asc' && dir !== 'desc') throw new InvalidValueError(meta.name, prop, dir, "order must be 'asc' or 'desc'")
-      return [columnOf(meta, prop).quoted, dir] as const
+      return [column.quoted, dir] as const
     })
     if (options.limit !== undefined && !(Number.isSafeInteger(options.limit) && options.limit >= 0)) {
       throw new InvalidValueError(meta.name, 'limit', options.limit, 'expected a non-negative integer')
@@ -150,7 +157,11 @@ export class EntityManager<D extends SchemaDefs> {
     if (this.flushing) throw new EntityStateError('flush() is already running on this EntityManager')
     this.flushing = true
     try {
+      // Dates and JSON objects may have been changed in place since they were assigned: check them
+      // before anything reads their text (hooks, dirty checks), and again after hooks that may change them.
+      checkMutableValues(this.uow.map.all())
       await this.runBeforeHooks()
+      if (this.hooks.beforeFlush || this.hooks.entities) checkMutableValues(this.uow.map.all())
       validate(this.uow.map.all(), (name) => this.entityHooks(name)?.validate as never)
       let written: ChangeSet | undefined
       const result = await flush({

@@ -36,8 +36,9 @@ export interface HasState {
   readonly [STATE]: EntityState
 }
 
-export function stateOf(entity: object): EntityState | undefined {
-  return (entity as Partial<HasState>)[STATE]
+/** The state of an entity; undefined for anything else, null and undefined included (untyped callers pass them). */
+export function stateOf(entity: unknown): EntityState | undefined {
+  return typeof entity === 'object' && entity !== null ? (entity as Partial<HasState>)[STATE] : undefined
 }
 
 export function label(state: EntityState): string {

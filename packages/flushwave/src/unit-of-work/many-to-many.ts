@@ -31,13 +31,16 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
 
   add(item: HasState): void {
     this.check(item)
-    if (this.removed.delete(item)) return
+    // Not loaded, the link may or may not be in the table: a pending removal cancelled by add()
+    // must still insert it (the insert is a no-op when the link is there).
+    this.removed.delete(item)
     if (!this.persisted?.has(item)) this.added.add(item)
   }
 
   remove(item: HasState): void {
     this.check(item)
-    if (this.added.delete(item)) return
+    // Likewise, add() then remove() must delete a link that was there all along.
+    this.added.delete(item)
     if (this.persisted === undefined || this.persisted.has(item)) this.removed.add(item)
   }
 

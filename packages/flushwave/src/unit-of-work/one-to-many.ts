@@ -1,7 +1,7 @@
 import { EntityStateError } from '../errors.js'
 import type { OneToManyMeta } from '../schema/meta.js'
 import { CollectionBase } from './collection.js'
-import { label, STATE, type HasState } from './entity-state.js'
+import { label, STATE, stateOf, type HasState } from './entity-state.js'
 import type { IdentityMap } from './identity-map.js'
 
 /**
@@ -37,10 +37,12 @@ export class OneToManyCollection extends CollectionBase<HasState> {
   }
 
   add(item: HasState): void {
+    this.check(item)
     ;(item as unknown as Record<string, unknown>)[this.meta.inverse.prop] = this.owner
   }
 
   remove(item: HasState): void {
+    this.check(item)
     if (item[STATE].values[this.meta.inverse.prop] !== this.owner) return
     if (!this.meta.inverse.nullable) {
       throw new EntityStateError(
@@ -52,5 +54,12 @@ export class OneToManyCollection extends CollectionBase<HasState> {
 
   protected describe(): string {
     return `${label(this.owner[STATE])}.${this.meta.prop}`
+  }
+
+  /** Only entities of the target type and of this EntityManager (a plain object would be silently changed). */
+  private check(item: unknown): void {
+    const state = stateOf(item)
+    if (!state || state.meta !== this.meta.target) throw new EntityStateError(`${this.describe()} takes ${this.meta.target.name} entities`)
+    if (state.owner !== this.owner[STATE].owner) throw new EntityStateError(`${this.describe()}: the entity belongs to another EntityManager`)
   }
 }

@@ -24,6 +24,10 @@ export class UnitOfWork implements CollectionFactory {
   readonly map = new IdentityMap()
 
   create(meta: EntityMeta, data: Record<string, unknown>): HasState {
+    // Untyped callers: `in` below would throw a raw TypeError on null or a string.
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      throw new InvalidValueError(meta.name, 'data', data, 'create() takes an object of property values')
+    }
     const state = this.newState(meta, 'new', undefined)
     const entity = makeEntity(state)
     const known = creatable(meta)
@@ -51,12 +55,19 @@ export class UnitOfWork implements CollectionFactory {
       state.values[field.prop] = value
     }
     this.map.add(entity)
-    for (const link of meta.manyToMany) {
-      const items = data[link.prop]
-      if (items === undefined) continue
-      if (!Array.isArray(items)) throw new InvalidValueError(meta.name, link.prop, items, 'expected an array of entities')
-      const collection = this.collection(entity, link.prop) as ManyToManyCollection
-      for (const item of items) collection.add(item as HasState)
+    try {
+      for (const link of meta.manyToMany) {
+        const items = data[link.prop]
+        if (items === undefined) continue
+        if (!Array.isArray(items)) throw new InvalidValueError(meta.name, link.prop, items, 'expected an array of entities')
+        const collection = this.collection(entity, link.prop) as ManyToManyCollection
+        for (const item of items) collection.add(item as HasState)
+      }
+    } catch (error) {
+      // A create() that throws creates nothing: the next flush must not insert a half-made entity.
+      this.map.delete(entity)
+      state.status = 'detached'
+      throw error
     }
     return entity
   }

@@ -1,17 +1,21 @@
 import { EntityStateError, InvalidValueError } from '../errors.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
-import type { ColumnType } from '../schema/column-types.js'
+import { text as textType, type ColumnType } from '../schema/column-types.js'
 import type { ComparisonOp, Condition } from '../sql/render-select.js'
 import { label, stateOf } from './entity-state.js'
 
-const OPERATORS: Record<string, ComparisonOp> = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like' }
+// Operators are looked up with Object.hasOwn: `constructor`, `toString` or `__proto__` must not
+// find Object.prototype's members (their text would end up in the SQL).
+const OPERATORS: Readonly<Record<string, ComparisonOp>> = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like' }
 
 /** Checks a `find` where object against the schema and turns its values into text-form conditions. */
 export function conditions(meta: EntityMeta, where: Record<string, unknown>): Condition[] {
+  // Untyped callers: null, an array or an entity would otherwise fail raw or match every row.
+  if (!isPlainObject(where)) throw new InvalidValueError(meta.name, 'where', where, 'find() conditions must be an object of properties')
   const out: Condition[] = []
   for (const [prop, spec] of Object.entries(where)) {
+    const column = columnOf(meta, prop) // an unknown property is an error even with an undefined value
     if (spec === undefined) continue
-    const column = columnOf(meta, prop)
     const text = (value: unknown): string => toText(meta, prop, column, value)
     if (spec === null) {
       out.push({ column: column.quoted, op: 'is null' })
@@ -19,17 +23,25 @@ export function conditions(meta: EntityMeta, where: Record<string, unknown>): Co
       out.push({ column: column.quoted, sqlType: column.type.sqlType, op: '=', value: text(spec) })
     } else {
       for (const [key, value] of Object.entries(spec)) {
+        if (key !== 'in' && key !== 'isNull' && !Object.hasOwn(OPERATORS, key)) {
+          throw new InvalidValueError(meta.name, prop, spec, `unknown operator ${JSON.stringify(key)}`)
+        }
         if (value === undefined) continue
         if (key === 'in') {
           if (!Array.isArray(value)) throw new InvalidValueError(meta.name, prop, value, '`in` takes an array')
           out.push({ column: column.quoted, sqlType: column.type.sqlType, op: 'in', values: value.map(text) })
         } else if (key === 'isNull') {
+          // A string such as 'false' is truthy: only a boolean says which.
+          if (typeof value !== 'boolean') throw new InvalidValueError(meta.name, prop, value, '`isNull` takes a boolean')
           out.push({ column: column.quoted, op: value ? 'is null' : 'is not null' })
-        } else if (OPERATORS[key]) {
-          if (key === 'like' && typeof value !== 'string') throw new InvalidValueError(meta.name, prop, value, '`like` takes a string pattern')
-          out.push({ column: column.quoted, sqlType: key === 'like' ? 'text' : column.type.sqlType, op: OPERATORS[key], value: key === 'like' ? (value as string) : text(value) })
+        } else if (key === 'like') {
+          // PostgreSQL has LIKE for text only (uuid, numeric, enums, integers have no ~~ operator).
+          if (column.type.sqlType !== 'text') throw new InvalidValueError(meta.name, prop, value, '`like` applies to text properties only')
+          const reason = typeof value === 'string' ? textType.check(value) : '`like` takes a string pattern'
+          if (reason) throw new InvalidValueError(meta.name, prop, value, reason)
+          out.push({ column: column.quoted, sqlType: 'text', op: 'like', value: value as string })
         } else {
-          throw new InvalidValueError(meta.name, prop, spec, `unknown operator ${JSON.stringify(key)}`)
+          out.push({ column: column.quoted, sqlType: column.type.sqlType, op: OPERATORS[key]!, value: text(value) })
         }
       }
     }
@@ -63,6 +75,9 @@ function toText(meta: EntityMeta, prop: string, column: ColumnRef, value: unknow
   return column.type.toText(value)
 }
 
-function isComparison(value: unknown): value is Record<string, unknown> {
+/** An object of named values (conditions, a comparison, options): not null, an array, a Date or an entity. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !(value instanceof Date) && !Array.isArray(value) && stateOf(value) === undefined
 }
+
+const isComparison = isPlainObject
