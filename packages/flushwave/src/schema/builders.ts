@@ -81,7 +81,9 @@ export class Column<T, N extends boolean = false, D extends boolean = false> {
 
   /** A client-side default: applied by `em.create`, and written into emitted DDL when it is a literal. */
   default(value: T | (() => T)): Column<T, N, true> {
-    const make = typeof value === 'function' ? (value as () => T) : () => value
+    // An object default (a JSON document, a Date) is copied for each entity: sharing one would let
+    // a change made in place to one entity's value show in every other's.
+    const make = typeof value === 'function' ? (value as () => T) : typeof value === 'object' && value !== null ? () => structuredClone(value) : () => value
     const sql = typeof value === 'function' ? undefined : literal(this.spec.type, value)
     return new Column({ ...this.spec, default: { make, sql } })
   }

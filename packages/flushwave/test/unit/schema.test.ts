@@ -41,3 +41,15 @@ describe('schema', () => {
     expect(s.insertOrder.map((m) => m.name)).toEqual(['Employee'])
   })
 })
+
+describe('defaults', () => {
+  it('copies an object default for each entity, so a change in place stays with its entity', () => {
+    const docs = defineSchema({ Doc: entity('doc', { id: t.id(), data: t.jsonb<{ n?: number }>().default({}), at: t.timestamptz().default(new Date(0)) }) })
+    const make = docs.entities.get("Doc")!.fields.find((f) => f.prop === 'data')!.default!.make
+    const [a, b] = [make() as { n?: number }, make() as { n?: number }]
+    a.n = 1
+    expect(b).toEqual({})
+    const at = docs.entities.get("Doc")!.fields.find((f) => f.prop === 'at')!.default!.make
+    expect(at()).not.toBe(at())
+  })
+})
