@@ -83,5 +83,15 @@ export async function features(url: string): Promise<void> {
     await tx.flush()
   }) // commits here; if the callback throws, everything rolls back and the entities are as before
 
+  // ── a retry policy: a unit of work that lost a race runs again on a fresh EntityManager ────────
+  const { attempts } = await orm.unitOfWork(
+    async (em) => {
+      const [bob] = await em.find('Customer', { email: 'bob@example.com' })
+      if (bob) bob.credit += 5 // reloaded by each attempt, so it adds to what the winner committed
+    },
+    { attempts: 5 }, // after stale versions, deadlocks, serialization failures, lost connections
+  )
+  console.log('committed after', attempts, 'attempt(s)')
+
   await sql.end()
 }
