@@ -28,7 +28,7 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
   /**
    * Longest a flush may take, from taking a connection to COMMIT (default 30,000 ms). Past it the
    * connection is cut and the server asked what became of the transaction: the flush then fails
-   * with FlushTimeoutError (or succeeds, when it had committed). Applies to the postgres.js executor.
+   * with FlushTimeoutError (or succeeds, when it had committed). With knex, each statement gets what is left and is cancelled past it.
    */
   readonly flushTimeoutMs?: number
   /** Lifecycle hooks and validation: `{ entities: { Author: { beforeCreate, validate, … } }, beforeFlush, afterCommit }`. */

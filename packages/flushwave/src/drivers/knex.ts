@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
-import { ConnectionLostError, FlushwaveError, SchemaError } from '../errors.js'
+import { ConnectionLostError, FlushTimeoutError, FlushwaveError, SchemaError } from '../errors.js'
+import { DEFAULT_FLUSH_TIMEOUT_MS, withDeadline } from './timeout.js'
 import { renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
@@ -9,6 +10,8 @@ export interface KnexOptions {
   readonly onQuery?: (event: QueryEvent) => void
   /** Set on the executor of `transaction()`: `knex` is then a transaction it does not own. */
   readonly inTransaction?: boolean
+  /** Longest a flush may take (default 30 s): each statement gets what is left, and is cancelled past it. */
+  readonly timeoutMs?: number
 }
 
 /**
@@ -42,6 +45,8 @@ export class KnexExecutor implements Executor {
   }
 
   async write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome> {
+    const timeoutMs = this.options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
+    const deadline = performance.now() + timeoutMs
     const statements = waves.flat()
     const rowCounts: number[][] = waves.map(() => [])
     const send = async (trx: Knex | Knex.Transaction) => {
@@ -49,7 +54,7 @@ export class KnexExecutor implements Executor {
         for (const statement of wave) {
           this.emit('write', statement)
           try {
-            const result = (await this.run(trx, statement, 'result')) as { rowCount: number | null }
+            const result = (await this.run(trx, statement, 'result', deadline)) as { rowCount: number | null }
             rowCounts[w]!.push(result.rowCount ?? 0)
           } catch (error) {
             const server = serverError(error)
@@ -60,10 +65,15 @@ export class KnexExecutor implements Executor {
     }
     const inTransaction = this.options.inTransaction
     try {
-      if (inTransaction) await send(this.knex)
-      else await (this.knex as Knex).transaction((trx) => send(trx))
+      const sent = inTransaction ? send(this.knex) : (this.knex as Knex).transaction((trx) => send(trx))
+      // A backstop for what the statement timeouts do not cover (BEGIN, COMMIT, a free connection).
+      await withDeadline(sent, deadline + 1_000, () => new FlushTimeoutError(`flush timed out after ${timeoutMs} ms; the outcome is unknown`, 'unknown'))
     } catch (error) {
       if (error instanceof FlushwaveError) throw error
+      if ((error as Error)?.name === 'KnexTimeoutError') {
+        // A statement ran out of time before COMMIT: knex cancelled it and rolled the transaction back.
+        throw new FlushTimeoutError(`flush timed out after ${timeoutMs} ms; nothing was committed`, 'rolled-back', { cause: error })
+      }
       throw new ConnectionLostError(`connection lost during flush (${(error as Error)?.message ?? String(error)})`, 'unknown', { cause: error })
     }
     return { rowCounts, roundTrips: statements.length + (inTransaction ? 0 : 2), coldStatements: 0 }
@@ -83,13 +93,15 @@ export class KnexExecutor implements Executor {
   }
 
   /** knex binds `?`; Flushwave's statements number their parameters `$1…$n` in order. */
-  private async run(knex: Knex | Knex.Transaction, statement: Statement, shape: 'array' | 'result'): Promise<unknown> {
+  private async run(knex: Knex | Knex.Transaction, statement: Statement, shape: 'array' | 'result', deadline?: number): Promise<unknown> {
     let n = 0
     const text = statement.text.replace(/\$(\d+)/g, (_, i: string) => {
       if (Number(i) !== ++n) throw new FlushwaveError(`statement parameters are not in order: ${statement.text}`)
       return '?'
     })
-    const query = knex.raw(text, statement.params as string[])
+    const raw = knex.raw(text, statement.params as string[])
+    // knex cancels the statement on the server (pg_cancel_backend) when it runs out of time.
+    const query = deadline === undefined ? raw : raw.timeout(Math.max(1, Math.round(deadline - performance.now())), { cancel: true })
     // Rows as arrays, like postgres.js's .values(): select lists may repeat a column name.
     const result = (await (shape === 'array' ? query.options({ rowMode: 'array' }) : query)) as { rows: unknown[]; rowCount: number | null }
     return shape === 'result' ? result : result.rows

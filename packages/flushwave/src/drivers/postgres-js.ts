@@ -2,7 +2,7 @@ import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
 import { ConnectionLostError, FlushError, FlushTimeoutError, FlushwaveError, SchemaError } from '../errors.js'
 import { CAPTURE_TRANSACTION, resolveOutcome, type OpenProbe } from './outcome.js'
 import { afterStaleError, Reservation, ReserveTimeout } from './reservation.js'
-import { until, withDeadline } from './timeout.js'
+import { DEFAULT_FLUSH_TIMEOUT_MS, until, withDeadline } from './timeout.js'
 import { renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
@@ -19,7 +19,6 @@ export interface PostgresJsOptions {
   readonly timeoutMs?: number
 }
 
-export const DEFAULT_FLUSH_TIMEOUT_MS = 30_000
 
 /**
  * Executes on postgres.js. A write reserves one connection and sends BEGIN, every statement and

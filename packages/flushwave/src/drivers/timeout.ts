@@ -1,3 +1,6 @@
+/** How long a flush may take unless `flushTimeoutMs` says otherwise. */
+export const DEFAULT_FLUSH_TIMEOUT_MS = 30_000
+
 /** Node fires a timer of more than 2^31 - 1 ms at once; longer waits are effectively forever. */
 const LONGEST_TIMER = 2 ** 31 - 1
 

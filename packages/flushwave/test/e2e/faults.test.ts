@@ -1,5 +1,6 @@
 import { createTestSchema, proxyDatabase, searchPathOptions, startDatabase, startToxiproxy, type LatencyProxy, type TestSchema, type ToxicSpec } from 'devdb'
 import type {} from 'devdb/vitest'
+import knexFactory from 'knex'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConnectionLostError, createTablesSql, FlushTimeoutError, FlushwaveError, flushwave, tcpNoDelay, type FlushResult } from '../../src/index.js'
@@ -373,6 +374,37 @@ describe('after COMMIT was sent, the server is asked what happened (pg_xact_stat
       tally.cases++
       tally.rolledBack++
       tally.retried++
+    }
+  })
+
+  it('the knex executor: a flush stuck on a lock past its timeout is cancelled and rolled back', { timeout: 60_000 }, async () => {
+    const db = await startDatabase()
+    const knex = knexFactory({ client: 'pg', connection: db.url, searchPath: [ns.name], pool: { min: 0, max: 2 } })
+    const knexOrm = flushwave({ schema: bookstore, knex, flushTimeoutMs: 500 })
+    try {
+      for (let i = 0; i < REPEAT; i++) {
+        const { em, token } = await unitOfWork(200, knexOrm)
+        const holder = await direct.reserve()
+        let error: unknown
+        try {
+          await holder`begin`
+          await holder`select 1 from author where id = ${anchorId} for update`
+          error = await settlesWithin(em.flush().then(() => undefined, (e: unknown) => e), 10_000, 'knex flush')
+        } finally {
+          await holder`commit`
+          holder.release()
+        }
+        expect(error).toBeInstanceOf(FlushTimeoutError)
+        expect((error as FlushTimeoutError).outcome).toBe('rolled-back')
+        expect(await written(token)).toBe('none')
+        await em.flush()
+        expect(await written(token)).toBe('all')
+        tally.cases++
+        tally.rolledBack++
+        tally.retried++
+      }
+    } finally {
+      await knex.destroy()
     }
   })
 })
