@@ -16,6 +16,8 @@ import { bookstore } from '../support/bookstore.js'
  */
 const REPEAT = Number(process.env.FAULT_REPEAT ?? 2)
 const FLUSH_TIMEOUT = 1_500
+/** How long a passing network failure lasts. */
+const HEAL = 200
 const APP = 'flushwave-faults'
 
 let proxy: LatencyProxy
@@ -27,6 +29,8 @@ let sql: postgres.Sql
 let orm: ReturnType<typeof flushwave<typeof bookstore.defs>>
 let anchorId: number
 const tally = { cases: 0, committed: 0, rolledBack: 0, unknown: 0, recovered: 0, retried: 0 }
+/** Outcomes seen per fault of the matrix, for the log. */
+const seen = new Map<string, Outcome[]>()
 
 beforeAll(async () => {
   const db = await startDatabase()
@@ -50,6 +54,7 @@ afterAll(async () => {
     `faults: ${tally.cases} fault cases run; committed ${tally.committed} (recovered after a lost COMMIT answer: ${tally.recovered}), ` +
       `rolled back ${tally.rolledBack}, unknown ${tally.unknown}; ${tally.retried} retries; 0 partial commits`,
   )
+  for (const [fault, outcomes] of seen) console.log(`  ${fault}: ${outcomes.join(', ')}`)
   await sql?.end({ timeout: 1 })
   await direct?.end()
   await ns?.drop()
@@ -115,8 +120,10 @@ interface Fault {
   name: string
   /** Applied once the unit of work is built and just before flush(); returns what ends the fault. */
   apply(): Promise<() => Promise<void>>
-  /** Ends the fault this long after flush() began (for stalls the client should outwait), else after it settled. */
-  clearAfterMs?: number
+  /** The network heals this long after flush() began; without it, the fault lasts until the flush settled. */
+  healAfterMs?: number
+  /** The fault outlasts the flush timeout: the error must be a FlushTimeoutError. */
+  timesOut?: boolean
   /** Outcomes this fault may produce; anything else fails the case. */
   expect: readonly Outcome[]
   bodyBytes?: number
@@ -137,16 +144,20 @@ const faults: Fault[] = [
     // pipeline was written, and no answer says whether the server read it.
     expect: ['rolled-back', 'unknown'],
   },
-  { name: 'reset_peer upstream: the pipeline never reaches the server', apply: toxic({ type: 'reset_peer', stream: 'upstream', attributes: { timeout: 0 } }), expect: ['rolled-back', 'unknown'] },
+  // Connection-killing faults heal after HEAL ms, as a passing network failure does, so that the
+  // server can be asked what happened; one case keeps the network broken throughout.
+  { name: 'reset_peer upstream: the pipeline never reaches the server', apply: toxic({ type: 'reset_peer', stream: 'upstream', attributes: { timeout: 0 } }), healAfterMs: HEAL, expect: ['rolled-back', 'unknown'] },
   ...[64, 2_000, 9_000].map((bytes): Fault => ({
     name: `limit_data upstream: the connection closes after ${bytes} bytes of the pipeline`,
     apply: toxic({ type: 'limit_data', stream: 'upstream', attributes: { bytes } }),
+    healAfterMs: HEAL,
     bodyBytes: 2_000,
     expect: ['rolled-back', 'unknown'],
   })),
   {
     name: 'reset_peer downstream: the answers are lost from the first byte',
     apply: toxic({ type: 'reset_peer', stream: 'downstream', attributes: { timeout: 0 } }),
+    healAfterMs: HEAL,
     expect: ['recovered', 'rolled-back', 'unknown'],
   },
   // The proxy closes both sides when the limit is hit; pipeline bytes the server had not read yet
@@ -154,18 +165,26 @@ const faults: Fault[] = [
   ...[40, 200, 320].map((bytes): Fault => ({
     name: `limit_data downstream: the answers stop after ${bytes} bytes`,
     apply: toxic({ type: 'limit_data', stream: 'downstream', attributes: { bytes } }),
+    healAfterMs: HEAL,
     expect: ['committed', 'recovered', 'rolled-back', 'unknown'],
   })),
   {
+    name: 'limit_data downstream after 200 bytes, and the network stays broken: the server cannot be asked',
+    apply: toxic({ type: 'limit_data', stream: 'downstream', attributes: { bytes: 200 } }),
+    expect: ['committed', 'recovered', 'rolled-back', 'unknown'],
+  },
+  {
     name: 'timeout upstream: a stall longer than the flush timeout, then the network heals',
     apply: toxic({ type: 'timeout', stream: 'upstream', attributes: { timeout: 0 } }),
-    clearAfterMs: FLUSH_TIMEOUT + 500,
+    healAfterMs: FLUSH_TIMEOUT + 500,
+    timesOut: true,
     expect: ['rolled-back', 'unknown'],
   },
   {
     name: 'timeout downstream: answers stall past the flush timeout, then the network heals',
     apply: toxic({ type: 'timeout', stream: 'downstream', attributes: { timeout: 0 } }),
-    clearAfterMs: FLUSH_TIMEOUT + 500,
+    healAfterMs: FLUSH_TIMEOUT + 500,
+    timesOut: true,
     expect: ['recovered', 'rolled-back', 'unknown'],
   },
   // toxiproxy delays each chunk in turn, and postgres.js writes a pipeline in 1 KiB pieces: the
@@ -186,6 +205,7 @@ const faults: Fault[] = [
     name: 'bandwidth 8 KB/s upstream: the flush outlasts its timeout',
     apply: toxic({ type: 'bandwidth', stream: 'upstream', attributes: { rate: 8 } }),
     bodyBytes: 5_000,
+    timesOut: true,
     expect: ['rolled-back', 'unknown'],
   },
 ]
@@ -195,7 +215,7 @@ async function runCase(fault: Fault): Promise<Outcome> {
   const { em, token } = await unitOfWork(fault.bodyBytes)
   const clear = await fault.apply()
   let cleared: Promise<void> | undefined
-  const timer = fault.clearAfterMs === undefined ? undefined : setTimeout(() => (cleared = clear()), fault.clearAfterMs)
+  const timer = fault.healAfterMs === undefined ? undefined : setTimeout(() => (cleared = clear()), fault.healAfterMs)
   let result: FlushResult | undefined
   let error: unknown
   try {
@@ -217,7 +237,7 @@ async function runCase(fault: Fault): Promise<Outcome> {
   } else {
     expect(error).toBeInstanceOf(ConnectionLostError)
     const lost = error as ConnectionLostError
-    if (fault.clearAfterMs !== undefined || fault.name.includes('timeout')) expect(lost).toBeInstanceOf(FlushTimeoutError)
+    if (fault.timesOut) expect(lost).toBeInstanceOf(FlushTimeoutError)
     outcome = lost.outcome
     // The reported outcome never contradicts the database.
     if (lost.outcome === 'rolled-back') expect(state).toBe('none')
@@ -253,7 +273,10 @@ async function runCase(fault: Fault): Promise<Outcome> {
 describe('faults between Flushwave and PostgreSQL (toxiproxy)', () => {
   for (const fault of faults) {
     it(fault.name, { timeout: 60_000 }, async () => {
-      for (let i = 0; i < REPEAT; i++) await runCase(fault)
+      for (let i = 0; i < REPEAT; i++) {
+        const outcome = await runCase(fault)
+        seen.set(fault.name, [...(seen.get(fault.name) ?? []), outcome])
+      }
     })
   }
 })
