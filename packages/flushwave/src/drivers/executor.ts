@@ -49,8 +49,11 @@ export interface WriteOutcome {
 }
 
 export interface Recovery {
-  /** The committed transaction (`pg_current_xact_id()`). */
-  readonly transactionId: string
+  /**
+   * The committed transaction (`pg_current_xact_id()`), when its answer arrived; without it, the
+   * commit was proven by the rows the flush inserted with sequence ids.
+   */
+  readonly transactionId: string | undefined
   /** The connection failure (or timeout) that hid the COMMIT's answer. */
   readonly cause: unknown
 }

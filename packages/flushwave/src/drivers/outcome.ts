@@ -1,3 +1,4 @@
+import type { Evidence } from '../sql/render-evidence.js'
 import { withDeadline } from './timeout.js'
 
 /**
@@ -29,8 +30,11 @@ export type Probe = (text: string, params: readonly string[]) => Promise<unknown
  */
 export type OpenProbe = () => { readonly probe: Probe; close(): Promise<void> }
 
+/** How long Flushwave keeps asking after a failed flush: its promise settles within flushTimeoutMs plus this. */
+export const OUTCOME_BUDGET_MS = 5_000
+
 /** Longest one probe attempt may take before it is abandoned and retried on a new connection. */
-const ATTEMPT_MS = 2_000
+const ATTEMPT_MS = 1_000
 
 /**
  * The transaction's fate, asked on another connection. A transaction still in progress (its server
@@ -38,7 +42,7 @@ const ATTEMPT_MS = 2_000
  * ended with pg_terminate_backend, which rolls it back unless COMMIT won the race, and asked about
  * again. Failed probes are retried until `deadline` (a performance.now() time); past it, 'unknown'.
  */
-export async function resolveOutcome(open: OpenProbe, flight: InFlight, deadline: number): Promise<Outcome> {
+export async function resolveOutcome(open: OpenProbe, flight: InFlight, deadline: number, evidence?: Evidence): Promise<Outcome> {
   let xid = flight.xid
   let terminated = false
   for (let attempt = 0; performance.now() < deadline; attempt++) {
@@ -48,9 +52,13 @@ export async function resolveOutcome(open: OpenProbe, flight: InFlight, deadline
       if (xid === undefined) {
         // Not even the first answer arrived. If the server process is inside a transaction, that
         // is this flush's: end it and take its id from pg_stat_activity (32 bits, widened here).
-        if (flight.pid === undefined) return 'unknown'
-        const [row] = await probe(TERMINATE_AND_WIDEN, [String(flight.pid)])
-        if (row === undefined) return 'unknown' // gone, or outside any transaction: nothing to ask about
+        const [row] = flight.pid === undefined ? [] : await probe(TERMINATE_AND_WIDEN, [String(flight.pid)])
+        if (row === undefined) {
+          // No transaction to ask about: it is over, or never began. Rows it inserted can still tell.
+          if (evidence === undefined) return 'unknown'
+          const [[found] = []] = await probe(evidence.text, evidence.params as string[])
+          return Number(found) === evidence.rows ? 'committed' : 'unknown'
+        }
         xid = String(row[0])
         terminated = true
       }

@@ -1,8 +1,9 @@
 import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
 import { ConnectionLostError, FlushError, FlushTimeoutError, FlushwaveError, SchemaError } from '../errors.js'
-import { CAPTURE_TRANSACTION, resolveOutcome, type OpenProbe } from './outcome.js'
+import { CAPTURE_TRANSACTION, OUTCOME_BUDGET_MS, resolveOutcome, type OpenProbe } from './outcome.js'
 import { afterStaleError, Reservation, ReserveTimeout } from './reservation.js'
 import { DEFAULT_FLUSH_TIMEOUT_MS, until, withDeadline } from './timeout.js'
+import { renderEvidence } from '../sql/render-evidence.js'
 import { renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
@@ -199,9 +200,9 @@ export class PostgresJsExecutor implements Executor {
       clearTimeout(timer)
       this.reconnecting = true
       reservation.terminate()
-      const budget = Math.min(Math.max(this.timeoutMs, 1000), 5000)
-      const outcome = await resolveOutcome(() => this.openProbe(), { xid: flight.xid, pid: flight.pid ?? (flight.begin && reservation.pidOf(flight.begin)) }, performance.now() + budget)
-      if (outcome === 'committed' && commitSent && flight.xid !== undefined) {
+      const budget = OUTCOME_BUDGET_MS
+      const outcome = await resolveOutcome(() => this.openProbe(), { xid: flight.xid, pid: flight.pid ?? (flight.begin && reservation.pidOf(flight.begin)) }, performance.now() + budget, renderEvidence(waves))
+      if (outcome === 'committed' && commitSent) {
         return { rowCounts: [], roundTrips, coldStatements, recovered: { transactionId: flight.xid, cause: error } }
       }
       // Without COMMIT nothing can have committed, whatever the server could be asked.
