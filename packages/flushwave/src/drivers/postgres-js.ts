@@ -20,7 +20,6 @@ export interface PostgresJsOptions {
   readonly timeoutMs?: number
 }
 
-
 /**
  * Executes on postgres.js. A write reserves one connection and sends BEGIN, every statement and
  * COMMIT before awaiting anything, so the driver pipelines them: one round trip when every shape is
@@ -200,8 +199,8 @@ export class PostgresJsExecutor implements Executor {
       clearTimeout(timer)
       this.reconnecting = true
       reservation.terminate()
-      const budget = OUTCOME_BUDGET_MS
-      const outcome = await resolveOutcome(() => this.openProbe(), { xid: flight.xid, pid: flight.pid ?? (flight.begin && reservation.pidOf(flight.begin)) }, performance.now() + budget, renderEvidence(waves))
+      const pid = flight.pid ?? (flight.begin && reservation.pidOf(flight.begin))
+      const outcome = await resolveOutcome(() => this.openProbe(), { xid: flight.xid, pid }, performance.now() + OUTCOME_BUDGET_MS, renderEvidence(waves))
       if (outcome === 'committed' && commitSent) {
         return { rowCounts: [], roundTrips, coldStatements, recovered: { transactionId: flight.xid, cause: error } }
       }
@@ -268,10 +267,10 @@ export class PostgresJsExecutor implements Executor {
     return out
   }
 
-  private run(sql: Sql | ReservedSql, statement: Statement, extra: object = {}): PendingQuery<Row[]> {
+  private run(sql: Sql | ReservedSql, statement: Statement): PendingQuery<Row[]> {
     const params = statement.params.map((p) => sql.typed(p as never, TEXT_OID))
     // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
-    return sql.unsafe(statement.text, params as never[], { prepare: true, ...extra })
+    return sql.unsafe(statement.text, params as never[], { prepare: true })
   }
 
   private emit(phase: QueryEvent['phase'], statement: Statement): void {

@@ -1,4 +1,4 @@
-import { ConnectionLostError, DeadlockError, LockTimeoutError, OptimisticLockError, SerializationError } from '../errors.js'
+import { FlushwaveError } from '../errors.js'
 import type { SchemaDefs } from '../schema/define.js'
 import type { EntityManager } from './entity-manager.js'
 import type { FlushResult } from './flush.js'
@@ -23,19 +23,13 @@ export interface UnitOfWorkResult<T> {
 }
 
 /**
- * Failures after which running the whole unit of work again is safe and may succeed: a stale
- * version, a serialization failure, a deadlock, a lock timeout, and a lost connection when
- * nothing was committed. Never a failure whose outcome is unknown: replaying it could not write
- * twice, but the caller should know it happened.
+ * Failures after which running the whole unit of work again is safe and may succeed: those whose
+ * error says `retryable` (a stale version, a serialization failure, a deadlock, a lock timeout, and
+ * a lost connection when nothing was committed). Never a failure whose outcome is unknown:
+ * replaying it could not write twice, but the caller should know it happened.
  */
 export function isRetryable(error: unknown): boolean {
-  return (
-    error instanceof OptimisticLockError ||
-    error instanceof SerializationError ||
-    error instanceof DeadlockError ||
-    error instanceof LockTimeoutError ||
-    (error instanceof ConnectionLostError && error.outcome === 'rolled-back')
-  )
+  return error instanceof FlushwaveError && (error as { retryable?: unknown }).retryable === true
 }
 
 const defaultBackoff = (attempt: number): number => Math.min(320, 10 * 2 ** (attempt - 1)) * (0.5 + Math.random())
