@@ -87,7 +87,8 @@ async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, s
   const assigned = new Map<HasState, string>()
   if (needed.size === 0) return { assigned, preparation: [] }
   const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
-  const { ids, fetched } = await ctx.ids.take(counts, (requests) => ctx.executor.nextIds(requests))
+  // Inside a transaction the fetch runs on the transaction's connection, which no other flush may wait on.
+  const { ids, fetched } = await ctx.ids.take(counts, (requests) => ctx.executor.nextIds(requests), { private: ctx.journal !== undefined })
   for (const [meta, list] of needed) list.forEach((entity, i) => assigned.set(entity, ids.get(meta)![i]!))
   const preparation = fetched.map(({ counts, roundTrips }): Preparation => ({
     kind: 'allocate-ids',
@@ -102,7 +103,9 @@ function giveBack(ctx: FlushContext, assigned: ReadonlyMap<HasState, string>): v
   const byMeta = new Map<EntityMeta, string[]>()
   for (const [entity, id] of assigned) {
     const meta = entity[STATE].meta
-    byMeta.set(meta, [...(byMeta.get(meta) ?? []), id])
+    const ids = byMeta.get(meta)
+    if (ids) ids.push(id)
+    else byMeta.set(meta, [id])
   }
   for (const [meta, ids] of byMeta) ctx.ids.give(meta, ids)
 }

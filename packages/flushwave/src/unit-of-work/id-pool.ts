@@ -1,31 +1,60 @@
-import { FlushwaveError } from '../errors.js'
-import type { EntityMeta } from '../schema/meta.js'
 import type { IdBlocks } from '../drivers/executor.js'
+import type { EntityMeta } from '../schema/meta.js'
 import type { IdRequest } from '../sql/render-ids.js'
+import { FlushwaveError } from '../errors.js'
+import { IdRanges } from './id-ranges.js'
 
 /** A fetch never asks for more spare ids than this per table. */
-const MAX_BLOCK = 65_536
+const MAX_SPARE = 65_536
 
 export interface IdPoolOptions {
-  /** Spare ids fetched with the first shortfall of a table (default 256); doubles with each later one. */
+  /** Spare ids fetched with a table's first shortfall (default 256); later fetches size it from demand. */
   readonly blockSize?: number
 }
 
-/**
- * Sequence values fetched ahead, shared by every EntityManager of one Flushwave instance, like
- * Hibernate's pooled optimizer: a flush takes ids from the pool and only a pool that runs short costs
- * a round trip (before the transaction). Each shortfall fetches what is missing plus a block, and
- * doubles that table's block, so a steady workload soon stops fetching at all.
- */
+/** Runs the id-allocation statement (see render-ids.ts) on some connection. */
+export type FetchIds = (requests: readonly IdRequest[]) => Promise<IdBlocks>
+
 /** One fetch of ids: how many per table, and the round trips it cost. */
 export interface Fetch {
   readonly counts: ReadonlyMap<string, number>
   readonly roundTrips: number
 }
 
+export interface Taken {
+  readonly ids: Map<EntityMeta, string[]>
+  /** The fetches this take waited on (none in steady state). */
+  readonly fetched: Fetch[]
+}
+
+interface Waiter {
+  readonly counts: ReadonlyMap<EntityMeta, number>
+  readonly fetched: Fetch[]
+  resolve(taken: Taken): void
+  reject(error: unknown): void
+}
+
+interface TableIds {
+  readonly ranges: IdRanges
+  /** Ids taken since this table's last fetch: the demand that sizes its next spare block. */
+  takenSinceFetch: number
+}
+
+/**
+ * Sequence values fetched ahead, shared by every EntityManager of one Flushwave instance, like
+ * Hibernate's pooled optimizer: a flush takes ids from the pool and only a pool that runs short costs
+ * a round trip (before the transaction).
+ *
+ * Under concurrency, flushes that find the pool short queue up behind ONE fetch sized for all of
+ * them plus a spare block, and are served in arrival order when it lands: fifty concurrent
+ * shortfalls cost one fetch, not fifty. The spare block is twice the ids taken since the table's
+ * last fetch (at least `blockSize`, at most 65,536), so it follows demand and a steady workload
+ * soon stops fetching.
+ */
 export class IdPool {
-  private readonly pools = new Map<EntityMeta, string[]>()
-  private readonly blocks = new Map<EntityMeta, number>()
+  private readonly tables = new Map<EntityMeta, TableIds>()
+  private queue: Waiter[] = []
+  private fetching = false
   private readonly blockSize: number
 
   constructor(options: IdPoolOptions = {}) {
@@ -33,46 +62,139 @@ export class IdPool {
   }
 
   /**
-   * Takes `count` ids per entity. Resolves with the ids and the number of fetches it waited on
-   * (0 in steady state). Concurrent flushes may drain what a fetch brought, hence the bounded loop.
+   * Takes `counts` ids per entity. `fetch` runs on the pool's connections and is shared with other
+   * waiting flushes. A flush inside a transaction passes `{ private: true }`: its fetch runs on its
+   * own connection, which no other flush may wait on (the pool's may all be busy).
    */
-  async take(
-    counts: ReadonlyMap<EntityMeta, number>,
-    /** The flush's executor: inside a transaction, its connection (the pool's may all be busy). */
-    fetch: (requests: readonly IdRequest[]) => Promise<IdBlocks>,
-  ): Promise<{ ids: Map<EntityMeta, string[]>; fetched: Fetch[] }> {
-    const fetched: Fetch[] = []
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const requests: { meta: EntityMeta; count: number }[] = []
-      if (![...counts].some(([meta, count]) => this.have(meta) < count)) return { ids: this.drain(counts), fetched }
-      // One table is short: top up, in the same statement, every table of this flush that would
-      // drop below half its block, so tables do not each cost a round trip at different times.
-      for (const [meta, count] of counts) {
-        const block = this.blocks.get(meta) ?? this.blockSize
-        const have = this.have(meta)
-        if (have - count >= block / 2) continue
-        this.blocks.set(meta, Math.min(block * 2, MAX_BLOCK))
-        requests.push({ meta, count: Math.max(0, count - have) + block })
-      }
-      const blocks = await fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
-      requests.forEach((r, i) => this.pools.set(r.meta, this.pools.get(r.meta)?.concat(blocks.ids[i]!) ?? [...blocks.ids[i]!]))
-      fetched.push({ counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips })
-    }
-    throw new FlushwaveError('id pool: concurrent flushes kept draining the pool; raise idBlockSize')
+  take(counts: ReadonlyMap<EntityMeta, number>, fetch: FetchIds, options: { readonly private?: boolean } = {}): Promise<Taken> {
+    if (this.queue.length === 0 && this.covers(counts)) return Promise.resolve({ ids: this.drain(counts), fetched: [] })
+    if (options.private) return this.takePrivately(counts, fetch)
+    return new Promise<Taken>((resolve, reject) => {
+      this.queue.push({ counts, fetched: [], resolve, reject })
+      void this.pump(fetch)
+    })
   }
 
   /** Returns ids of a flush that rolled back, so they are used next (they were never committed). */
   give(meta: EntityMeta, ids: readonly string[]): void {
-    this.pools.set(meta, ids.concat(this.pools.get(meta) ?? []))
+    this.table(meta).ranges.giveBack(ids)
+    this.serve()
   }
 
-  private have(meta: EntityMeta): number {
-    return this.pools.get(meta)?.length ?? 0
+  /** Spare ids held for a table. */
+  spareOf(meta: EntityMeta): number {
+    return this.tables.get(meta)?.ranges.size ?? 0
+  }
+
+  /** One fetch at a time for all waiting flushes; loops while flushes that arrived meanwhile wait. */
+  private async pump(fetch: FetchIds): Promise<void> {
+    if (this.fetching) return
+    this.fetching = true
+    try {
+      for (;;) {
+        // One turn of the microtask queue first, so that flushes reaching the pool together share the fetch.
+        await Promise.resolve()
+        this.serve()
+        if (this.queue.length === 0) return
+        const waiting = [...this.queue]
+        const requests = this.requestsFor(waiting)
+        try {
+          const done = await this.fetchInto(requests, fetch)
+          for (const waiter of waiting) waiter.fetched.push(done)
+        } catch (error) {
+          // The flushes this fetch was for fail with it (the same connection problem would meet
+          // each of them); flushes that queued meanwhile get a fetch of their own.
+          const failed = new Set(waiting)
+          this.queue = this.queue.filter((waiter) => !failed.has(waiter))
+          for (const waiter of waiting) waiter.reject(error)
+        }
+      }
+    } finally {
+      this.fetching = false
+    }
+  }
+
+  /** A transaction's shortfall: fetched on its own connection; the spare block joins the pool. */
+  private async takePrivately(counts: ReadonlyMap<EntityMeta, number>, fetch: FetchIds): Promise<Taken> {
+    const requests = [...counts].map(([meta, count]) => ({ meta, own: count, count: count + this.spareFor(meta) }))
+    const blocks = await fetchChecked(requests, fetch)
+    const ids = new Map<EntityMeta, string[]>()
+    requests.forEach((r, i) => {
+      const got = blocks.ids[i]!
+      ids.set(r.meta, got.slice(0, r.own))
+      const table = this.table(r.meta)
+      table.ranges.add(got.slice(r.own))
+      table.takenSinceFetch = r.own
+    })
+    this.serve()
+    return { ids, fetched: [{ counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips }] }
+  }
+
+  /**
+   * What one fetch asks for: for every table the waiting flushes need, what is missing plus a spare
+   * block; a table that would keep half its spare block anyway is left out. So a flush short of one
+   * table tops up its other tables in the same statement, not in a later round trip.
+   */
+  private requestsFor(waiting: readonly Waiter[]): { meta: EntityMeta; count: number }[] {
+    const demand = new Map<EntityMeta, number>()
+    for (const waiter of waiting) for (const [meta, count] of waiter.counts) demand.set(meta, (demand.get(meta) ?? 0) + count)
+    const requests: { meta: EntityMeta; count: number }[] = []
+    for (const [meta, need] of demand) {
+      const have = this.spareOf(meta)
+      const spare = this.spareFor(meta)
+      if (have - need >= spare / 2) continue
+      requests.push({ meta, count: Math.max(0, need - have) + spare })
+      this.table(meta).takenSinceFetch = 0
+    }
+    return requests
+  }
+
+  private async fetchInto(requests: readonly { meta: EntityMeta; count: number }[], fetch: FetchIds): Promise<Fetch> {
+    const blocks = await fetchChecked(requests, fetch)
+    requests.forEach((r, i) => this.table(r.meta).ranges.add(blocks.ids[i]!))
+    return { counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips }
+  }
+
+  /** Hands ids to waiting flushes in arrival order, as long as the first one can be served. */
+  private serve(): void {
+    while (this.queue.length > 0 && this.covers(this.queue[0]!.counts)) {
+      const waiter = this.queue.shift()!
+      waiter.resolve({ ids: this.drain(waiter.counts), fetched: waiter.fetched })
+    }
+  }
+
+  private spareFor(meta: EntityMeta): number {
+    return Math.min(MAX_SPARE, Math.max(this.blockSize, 2 * (this.tables.get(meta)?.takenSinceFetch ?? 0)))
+  }
+
+  private covers(counts: ReadonlyMap<EntityMeta, number>): boolean {
+    for (const [meta, count] of counts) if (this.spareOf(meta) < count) return false
+    return true
   }
 
   private drain(counts: ReadonlyMap<EntityMeta, number>): Map<EntityMeta, string[]> {
     const out = new Map<EntityMeta, string[]>()
-    for (const [meta, count] of counts) out.set(meta, this.pools.get(meta)!.splice(0, count))
+    for (const [meta, count] of counts) {
+      const table = this.table(meta)
+      out.set(meta, table.ranges.take(count))
+      table.takenSinceFetch += count
+    }
     return out
   }
+
+  private table(meta: EntityMeta): TableIds {
+    let table = this.tables.get(meta)
+    if (table === undefined) this.tables.set(meta, (table = { ranges: new IdRanges(), takenSinceFetch: 0 }))
+    return table
+  }
+}
+
+/** Runs a fetch and checks it brought what was asked: a short answer would leave flushes waiting forever. */
+async function fetchChecked(requests: readonly { meta: EntityMeta; count: number }[], fetch: FetchIds): Promise<IdBlocks> {
+  const blocks = await fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
+  requests.forEach((r, i) => {
+    const got = blocks.ids[i]?.length ?? 0
+    if (got !== r.count) throw new FlushwaveError(`id allocation for ${r.meta.quotedTable} returned ${got} ids, not ${r.count}`)
+  })
+  return blocks
 }

@@ -5,13 +5,21 @@ import { bookstore } from '../support/bookstore.js'
 
 const Review = bookstore.meta('Review')
 const Book = bookstore.meta('Book')
+const Author = bookstore.meta('Author')
 
-/** A sequence per table, as PostgreSQL would hand them out. */
-function sequences() {
+/** A sequence per table, as PostgreSQL would hand them out, answering after `delayMs`. */
+function sequences(delayMs = 0) {
   const next = new Map<string, number>()
   const calls: IdRequest[][] = []
+  let failNext: Error | undefined
   const fetch = async (requests: readonly IdRequest[]) => {
     calls.push([...requests])
+    await new Promise((resolve) => setTimeout(resolve, delayMs))
+    if (failNext) {
+      const error = failNext
+      failNext = undefined
+      throw error
+    }
     const ids = requests.map((r) => {
       const start = next.get(r.quotedTable) ?? 1
       next.set(r.quotedTable, start + r.count)
@@ -19,7 +27,8 @@ function sequences() {
     })
     return { ids, roundTrips: 1 }
   }
-  return { fetch, calls }
+  const fetchedTotal = (table: string) => calls.flat().filter((r) => r.quotedTable === table).reduce((n, r) => n + r.count, 0)
+  return { fetch, calls, fetchedTotal, failOnce: (error: Error) => void (failNext = error) }
 }
 
 describe('IdPool', () => {
@@ -32,7 +41,7 @@ describe('IdPool', () => {
     expect(first.ids.get(Book)![0]).toBe('1')
     expect(first.fetched[0]!.counts).toEqual(new Map([['review', 110], ['book', 20]]))
     for (let flush = 0; flush < 50; flush++) await pool.take(new Map([[Review, 100]]), fetch)
-    // Blocks double with each shortfall: 50 flushes of 100 ids needed only a few fetches.
+    // Spare blocks follow demand (twice what was taken since the last fetch): few fetches.
     expect(calls.length).toBeLessThanOrEqual(10)
     const before = calls.length
     for (let flush = 0; flush < 20; flush++) await pool.take(new Map([[Review, 100]]), fetch)
@@ -48,5 +57,66 @@ describe('IdPool', () => {
     pool.give(Book, b)
     const c = (await pool.take(new Map([[Book, 2]]), fetch)).ids.get(Book)!
     expect(c).toEqual(b.slice(0, 2))
+  })
+
+  it('serves 100 concurrent shortfalls from an empty pool with one shared fetch', async () => {
+    const { fetch, calls, fetchedTotal } = sequences(5)
+    const pool = new IdPool({ blockSize: 256 })
+    // The example's checkout: an order, its lines, an audit row.
+    const demand = () => new Map([[Author, 1], [Book, 1 + Math.floor(Math.random() * 3)], [Review, 1]])
+    const wanted = Array.from({ length: 100 }, demand)
+    const taken = await Promise.all(wanted.map((counts) => pool.take(counts, fetch)))
+    expect(calls).toHaveLength(1)
+    for (const meta of [Author, Book, Review]) {
+      const ids = taken.flatMap((t) => t.ids.get(meta)!)
+      const used = wanted.reduce((n, w) => n + w.get(meta)!, 0)
+      expect(ids).toHaveLength(used)
+      expect(new Set(ids).size).toBe(used)
+      // What was used plus one spare block, not a block per waiter.
+      expect(fetchedTotal(meta.quotedTable)).toBe(used + 256)
+    }
+    // Every waiter says it waited on that fetch.
+    for (const t of taken) expect(t.fetched).toHaveLength(1)
+  })
+
+  it('keeps fetches and ids fetched within a small factor of use over waves of concurrent flushes', async () => {
+    const { fetch, calls, fetchedTotal } = sequences(2)
+    const pool = new IdPool({ blockSize: 16 })
+    let used = 0
+    for (let wave = 0; wave < 20; wave++) {
+      const counts = Array.from({ length: 50 }, (_, i) => new Map([[Review, 1 + ((i + wave) % 7)]]))
+      used += counts.reduce((n, c) => n + c.get(Review)!, 0)
+      const taken = await Promise.all(counts.map((c) => pool.take(c, fetch)))
+      expect(new Set(taken.flatMap((t) => t.ids.get(Review)!)).size).toBe(counts.reduce((n, c) => n + c.get(Review)!, 0))
+    }
+    // 20 waves of 50 concurrent flushes: at most one fetch per wave, fewer as blocks follow demand.
+    expect(calls.length).toBeLessThanOrEqual(12)
+    // Spare blocks are twice the recent demand: never more than about 3x what was used in all.
+    expect(fetchedTotal('"review"')).toBeLessThan(3 * used + 16)
+    expect(fetchedTotal('"review"')).toBeGreaterThanOrEqual(used)
+  })
+
+  it('fails the flushes a failed fetch was for, and the next shortfall fetches again', async () => {
+    const { fetch, calls, failOnce } = sequences(2)
+    const pool = new IdPool({ blockSize: 8 })
+    failOnce(new Error('connection lost'))
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => pool.take(new Map([[Book, 2]]), fetch)))
+    expect(results.map((r) => r.status)).toEqual(Array(5).fill('rejected'))
+    const after = await pool.take(new Map([[Book, 2]]), fetch)
+    expect(after.ids.get(Book)).toHaveLength(2)
+    expect(calls).toHaveLength(2)
+  })
+
+  it('fetches a transaction’s shortfall on its own connection and pools the spare block', async () => {
+    const shared = sequences(50)
+    const own = sequences(0)
+    const pool = new IdPool({ blockSize: 8 })
+    // A shared fetch is under way; the private take must not wait for it.
+    const waiting = pool.take(new Map([[Book, 3]]), shared.fetch)
+    const mine = await pool.take(new Map([[Book, 2]]), own.fetch, { private: true })
+    expect(mine.ids.get(Book)).toEqual(['1', '2'])
+    expect(own.calls).toEqual([[{ quotedTable: '"book"', column: 'id', count: 10 }]])
+    // Its spare block was pooled, and served the waiting flush before its own fetch landed.
+    expect((await waiting).ids.get(Book)).toEqual(['3', '4', '5'])
   })
 })

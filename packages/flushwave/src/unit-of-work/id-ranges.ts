@@ -1,0 +1,78 @@
+/** Consecutive sequence values `[start, end)`. Sequences are int8: bigint keeps every value exact. */
+interface Range {
+  start: bigint
+  end: bigint
+}
+
+/**
+ * The spare ids of one table, held as ranges rather than strings: a block of 65,536 fetched ids is
+ * usually one range. Ids given back by a rolled-back flush are handed out first. Taking `n` ids
+ * costs O(n + ranges consumed); giving back costs O(ids given); nothing copies the whole store.
+ */
+export class IdRanges {
+  /** Fetched ranges, oldest first; `head` skips the used ones without shifting the array. */
+  private fetched: Range[] = []
+  private head = 0
+  /** Given-back ranges, used last-in first-out. */
+  private readonly returned: Range[] = []
+  private count = 0
+
+  get size(): number {
+    return this.count
+  }
+
+  /** Adds fetched ids (text, as the server sends them), merging runs of consecutive values. */
+  add(ids: readonly string[]): void {
+    for (const range of toRanges(ids)) this.fetched.push(range)
+    this.count += ids.length
+  }
+
+  /** Puts back ids that were never committed, to be taken before any fetched one. */
+  giveBack(ids: readonly string[]): void {
+    // Reversed, so that taking from the end of `returned` hands them out in their given order.
+    this.returned.push(...toRanges(ids).reverse())
+    this.count += ids.length
+  }
+
+  /** Takes `n` ids (the caller checked `size`), as text. */
+  take(n: number): string[] {
+    if (n > this.count) throw new RangeError(`only ${this.count} ids left, ${n} asked`)
+    const out = new Array<string>(n)
+    let filled = 0
+    while (filled < n) {
+      const range = this.returned.length > 0 ? this.returned[this.returned.length - 1]! : this.fetched[this.head]!
+      while (filled < n && range.start < range.end) out[filled++] = String(range.start++)
+      if (range.start === range.end) this.dropEmpty(range)
+    }
+    this.count -= n
+    return out
+  }
+
+  private dropEmpty(range: Range): void {
+    if (this.returned.length > 0 && this.returned[this.returned.length - 1] === range) {
+      this.returned.pop()
+      return
+    }
+    this.head++
+    // Compact once the used prefix dominates, so the array does not grow without bound.
+    if (this.head > 32 && this.head * 2 > this.fetched.length) {
+      this.fetched = this.fetched.slice(this.head)
+      this.head = 0
+    }
+  }
+}
+
+function toRanges(ids: readonly string[]): Range[] {
+  const ranges: Range[] = []
+  let last: Range | undefined
+  for (const text of ids) {
+    const value = BigInt(text)
+    if (last !== undefined && last.end === value) {
+      last.end = value + 1n
+    } else {
+      last = { start: value, end: value + 1n }
+      ranges.push(last)
+    }
+  }
+  return ranges
+}

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { UniqueViolationError } from '../../src/index.js'
+import { bookstore } from '../support/bookstore.js'
+import { testDatabase, type TestDatabase } from '../support/database.js'
+
+/**
+ * The example's checkout under a burst, from a fresh start: many flushes find the id pool empty at
+ * once. They must share the fetches (not each fetch and double a block), and sequences must advance
+ * by about what was written, not by a block per waiting flush.
+ */
+const FLUSHES = 100
+const BLOCK = 256
+
+let db: TestDatabase<typeof bookstore.defs>
+beforeAll(async () => {
+  db = await testDatabase(bookstore, { name: 'idpool', max: 4 })
+})
+afterAll(async () => {
+  await db.close()
+})
+
+async function sequenceValue(table: string): Promise<number> {
+  const [row] = await db.sql.unsafe<{ n: number }[]>(`select coalesce(last_value, 0)::int as n from ${table}_id_seq`)
+  return row!.n
+}
+
+describe('id pool under a burst of concurrent flushes', () => {
+  it('shares fetches, answers every flush, and advances sequences by about what was written', async () => {
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: FLUSHES }, async (_, i) => {
+        const em = db.orm.em()
+        // Every tenth flush reuses an email: a unique violation rolls it back and gives its ids back.
+        const author = em.create('Author', { name: `a${i}`, email: i % 10 === 9 ? 'taken@example.com' : `a${i}@example.com` })
+        for (let b = 0; b < 2; b++) em.create('Review', { stars: 5, book: em.create('Book', { title: `b${i}.${b}`, author }) })
+        return em.flush()
+      }),
+    )
+    const failed = outcomes.filter((o) => o.status === 'rejected')
+    // The first 'taken' email commits; the other nine collide.
+    expect(failed).toHaveLength(9)
+    for (const f of failed) expect((f as PromiseRejectedResult).reason).toBeInstanceOf(UniqueViolationError)
+
+    const allocations = db.queries.filter((q) => q.phase === 'allocate')
+    // One fetch for the burst's first shortfall, maybe one more for flushes that arrived during it.
+    expect(allocations.length).toBeLessThanOrEqual(3)
+    const [counts] = await db.sql`select (select count(*) from author)::int as authors, (select count(*) from book)::int as books, (select count(*) from review)::int as reviews`
+    expect(counts).toEqual({ authors: 91, books: 182, reviews: 182 })
+    // Ids taken = rows written plus the failed flushes' ids given back and reused, plus spare
+    // blocks: well under twice the rows plus one block per table per fetch.
+    expect(await sequenceValue('author')).toBeLessThan(2 * FLUSHES + allocations.length * BLOCK)
+    expect(await sequenceValue('book')).toBeLessThan(2 * 2 * FLUSHES + allocations.length * BLOCK)
+    expect(await sequenceValue('review')).toBeLessThan(2 * 2 * FLUSHES + allocations.length * BLOCK)
+  })
+
+  it('keeps serving bursts from the pool without growing the blocks past demand', async () => {
+    const before = db.queries.filter((q) => q.phase === 'allocate').length
+    const start = await sequenceValue('review')
+    for (let burst = 0; burst < 5; burst++) {
+      await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => {
+          const em = db.orm.em()
+          const author = em.create('Author', { name: `burst ${burst}.${i}` })
+          em.create('Review', { stars: 1, book: em.create('Book', { title: 'x', author }) })
+          await em.flush()
+        }),
+      )
+    }
+    const fetches = db.queries.filter((q) => q.phase === 'allocate').length - before
+    expect(fetches).toBeLessThanOrEqual(5)
+    // 250 reviews written: spare blocks follow demand, so the sequence moved by a small multiple of that.
+    expect((await sequenceValue('review')) - start).toBeLessThan(4 * 250 + BLOCK)
+  })
+})

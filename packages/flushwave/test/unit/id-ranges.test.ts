@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest'
+import { IdRanges } from '../../src/unit-of-work/id-ranges.js'
+
+const seq = (from: number, n: number) => Array.from({ length: n }, (_, i) => String(from + i))
+
+describe('IdRanges', () => {
+  it('hands out fetched ids in order across gaps, each once', () => {
+    const r = new IdRanges()
+    r.add([...seq(1, 3), ...seq(10, 3)])
+    expect(r.size).toBe(6)
+    expect(r.take(4)).toEqual(['1', '2', '3', '10'])
+    expect(r.take(2)).toEqual(['11', '12'])
+    expect(r.size).toBe(0)
+    expect(() => r.take(1)).toThrow(RangeError)
+  })
+
+  it('hands out given-back ids first, in the order given', () => {
+    const r = new IdRanges()
+    r.add(seq(100, 5))
+    r.giveBack(['7', '8', '42'])
+    expect(r.take(4)).toEqual(['7', '8', '42', '100'])
+    expect(r.size).toBe(4)
+  })
+
+  it('keeps int8 values beyond 2^53 exact', () => {
+    const r = new IdRanges()
+    r.add(['9007199254740993', '9007199254740994'])
+    expect(r.take(2)).toEqual(['9007199254740993', '9007199254740994'])
+  })
+
+  it('stays correct over many small takes (the used prefix is compacted)', () => {
+    const r = new IdRanges()
+    // 1,000 ranges of two ids each: every take crosses into a new range.
+    r.add(Array.from({ length: 1_000 }, (_, i) => [String(i * 10), String(i * 10 + 1)]).flat())
+    const out: string[] = []
+    for (let i = 0; i < 500; i++) out.push(...r.take(4))
+    expect(out).toHaveLength(2_000)
+    expect(new Set(out).size).toBe(2_000)
+    expect(out.at(-1)).toBe('9991')
+  })
+})
