@@ -222,15 +222,18 @@ export class EntityManager<D extends SchemaDefs> {
 
   private async afterCommit(result: FlushResult, set: ChangeSet): Promise<void> {
     const calls: (() => void | Promise<void>)[] = []
-    const each = (entities: Iterable<HasState>, change: 'created' | 'updated' | 'deleted') => {
-      for (const entity of entities) {
+    const hasEntityHooks = this.hooks.entities !== undefined && Object.values(this.hooks.entities).some((h) => h?.afterCommit)
+    if (hasEntityHooks) {
+      const each = (entity: HasState, change: 'created' | 'updated' | 'deleted') => {
         const hook = this.entityHooks(entity[STATE].meta.name)?.afterCommit
         if (hook) calls.push(() => hook(entity as never, change, this))
       }
+      for (const entity of set.inserted) each(entity, 'created')
+      // Inserted entities are in `written` too: they were created, not updated.
+      const inserted = new Set(set.inserted)
+      for (const entity of set.written.keys()) if (!inserted.has(entity)) each(entity, 'updated')
+      for (const entity of set.deleted) each(entity, 'deleted')
     }
-    each(set.inserted, 'created')
-    each([...set.written.keys()].filter((e) => !set.inserted.includes(e)), 'updated')
-    each(set.deleted, 'deleted')
     if (this.hooks.afterCommit) calls.push(() => this.hooks.afterCommit!(result, this))
     if (calls.length === 0) return
     const run = async () => {
