@@ -1,4 +1,4 @@
-import type { IdRequest } from '../sql/render-ids.js'
+import type { IdBlock, IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
 
 /** Runs rendered SQL. Only executors do I/O; everything before them is pure. */
@@ -29,8 +29,8 @@ export interface WarmUp {
 }
 
 export interface IdBlocks {
-  /** Per request, its ids as text. */
-  readonly ids: readonly (readonly string[])[]
+  /** Per request, its ids. */
+  readonly ids: readonly IdBlock[]
   readonly roundTrips: number
 }
 

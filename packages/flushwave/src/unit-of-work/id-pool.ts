@@ -116,16 +116,15 @@ export class IdPool {
 
   /** A transaction's shortfall: fetched on its own connection; the spare block joins the pool. */
   private async takePrivately(counts: ReadonlyMap<EntityMeta, number>, fetch: FetchIds): Promise<Taken> {
-    const requests = [...counts].map(([meta, count]) => ({ meta, own: count, count: count + this.spareFor(meta) }))
+    const requests = [...counts].map(([meta, count]) => ({ meta, count: count + this.spareFor(meta) }))
     const blocks = await fetchChecked(requests, fetch)
-    const ids = new Map<EntityMeta, string[]>()
     requests.forEach((r, i) => {
-      const got = blocks.ids[i]!
-      ids.set(r.meta, got.slice(0, r.own))
       const table = this.table(r.meta)
-      table.ranges.add(got.slice(r.own))
-      table.takenSinceFetch = r.own
+      table.ranges.add(blocks.ids[i]!)
+      table.takenSinceFetch = 0
     })
+    // Taken at once, before any other flush runs: these ids were fetched for this one.
+    const ids = this.drain(counts)
     this.serve()
     return { ids, fetched: [{ counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips }] }
   }
@@ -193,7 +192,7 @@ export class IdPool {
 async function fetchChecked(requests: readonly { meta: EntityMeta; count: number }[], fetch: FetchIds): Promise<IdBlocks> {
   const blocks = await fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
   requests.forEach((r, i) => {
-    const got = blocks.ids[i]?.length ?? 0
+    const got = blocks.ids[i]?.count ?? 0
     if (got !== r.count) throw new FlushwaveError(`id allocation for ${r.meta.quotedTable} returned ${got} ids, not ${r.count}`)
   })
   return blocks

@@ -1,3 +1,5 @@
+import type { IdBlock } from '../sql/render-ids.js'
+
 /** Consecutive sequence values `[start, end)`. Sequences are int8: bigint keeps every value exact. */
 interface Range {
   start: bigint
@@ -21,10 +23,12 @@ export class IdRanges {
     return this.count
   }
 
-  /** Adds fetched ids (text, as the server sends them), merging runs of consecutive values. */
-  add(ids: readonly string[]): void {
-    for (const range of toRanges(ids)) this.fetched.push(range)
-    this.count += ids.length
+  /** Adds a fetched block. */
+  add(block: IdBlock): void {
+    if (block.count === 0) return
+    if (block.list) for (const range of toRanges(block.list)) this.fetched.push(range)
+    else this.fetched.push({ start: block.first, end: block.first + BigInt(block.count) })
+    this.count += block.count
   }
 
   /** Puts back ids that were never committed, to be taken before any fetched one. */

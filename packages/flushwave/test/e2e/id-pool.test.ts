@@ -71,3 +71,17 @@ describe('id pool under a burst of concurrent flushes', () => {
     expect((await sequenceValue('review')) - start).toBeLessThan(4 * 250 + BLOCK)
   })
 })
+
+describe('id allocation statement', () => {
+  it('hands out a sequence’s values with gaps exactly as the server gave them', async () => {
+    // A step of 3 leaves gaps between consecutive values, as another session's nextval would.
+    await db.sql.unsafe('alter sequence tag_id_seq increment by 3')
+    const em = db.orm.em()
+    const tags = Array.from({ length: 4 }, (_, i) => em.create('Tag', { name: `gap ${i}` }))
+    await em.flush()
+    const ids = tags.map((t) => t.id)
+    expect(ids).toEqual([ids[0], ids[0]! + 3, ids[0]! + 6, ids[0]! + 9])
+    const rows = await db.sql<{ id: number }[]>`select id::int from tag order by id`
+    expect(rows.map((r) => r.id)).toEqual(ids)
+  })
+})

@@ -23,7 +23,7 @@ function sequences(delayMs = 0) {
     const ids = requests.map((r) => {
       const start = next.get(r.quotedTable) ?? 1
       next.set(r.quotedTable, start + r.count)
-      return Array.from({ length: r.count }, (_, i) => String(start + i))
+      return { first: BigInt(start), count: r.count }
     })
     return { ids, roundTrips: 1 }
   }

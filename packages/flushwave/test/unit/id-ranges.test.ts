@@ -6,7 +6,8 @@ const seq = (from: number, n: number) => Array.from({ length: n }, (_, i) => Str
 describe('IdRanges', () => {
   it('hands out fetched ids in order across gaps, each once', () => {
     const r = new IdRanges()
-    r.add([...seq(1, 3), ...seq(10, 3)])
+    r.add({ first: 1n, count: 3 })
+    r.add({ first: 0n, count: 3, list: seq(10, 3) })
     expect(r.size).toBe(6)
     expect(r.take(4)).toEqual(['1', '2', '3', '10'])
     expect(r.take(2)).toEqual(['11', '12'])
@@ -16,7 +17,7 @@ describe('IdRanges', () => {
 
   it('hands out given-back ids first, in the order given', () => {
     const r = new IdRanges()
-    r.add(seq(100, 5))
+    r.add({ first: 100n, count: 5 })
     r.giveBack(['7', '8', '42'])
     expect(r.take(4)).toEqual(['7', '8', '42', '100'])
     expect(r.size).toBe(4)
@@ -24,14 +25,15 @@ describe('IdRanges', () => {
 
   it('keeps int8 values beyond 2^53 exact', () => {
     const r = new IdRanges()
-    r.add(['9007199254740993', '9007199254740994'])
+    r.add({ first: 9007199254740993n, count: 2 })
     expect(r.take(2)).toEqual(['9007199254740993', '9007199254740994'])
   })
 
   it('stays correct over many small takes (the used prefix is compacted)', () => {
     const r = new IdRanges()
     // 1,000 ranges of two ids each: every take crosses into a new range.
-    r.add(Array.from({ length: 1_000 }, (_, i) => [String(i * 10), String(i * 10 + 1)]).flat())
+    const list = Array.from({ length: 1_000 }, (_, i) => [String(i * 10), String(i * 10 + 1)]).flat()
+    r.add({ first: 0n, count: list.length, list })
     const out: string[] = []
     for (let i = 0; i < 500; i++) out.push(...r.take(4))
     expect(out).toHaveLength(2_000)
