@@ -6,6 +6,7 @@ export type { AnyEntity, Comparison, CreateInput, Entity, EntityName, EntityOf, 
 export type { Collection } from './unit-of-work/collection.js'
 export { EntityManager, type FindOptions } from './unit-of-work/entity-manager.js'
 export type { FlushResult } from './unit-of-work/flush.js'
+export type { FlushPhases } from './unit-of-work/phases.js'
 export { isRetryable, type RetryPolicy, type UnitOfWorkResult } from './unit-of-work/retry.js'
 export type { EntityHooks, Hooks } from './unit-of-work/hooks.js'
 export type { Plan, Wave, Preparation } from './plan/plan.js'

@@ -157,14 +157,16 @@ export class EntityManager<D extends SchemaDefs> {
     if (this.flushing) throw new EntityStateError('flush() is already running on this EntityManager')
     this.flushing = true
     try {
+      const checking = performance.now()
       // Dates and JSON objects may have been changed in place since they were assigned: check them
       // before anything reads their text (hooks, dirty checks), and again after hooks that may change them.
       checkMutableValues(this.uow.map.all())
       await this.runBeforeHooks()
       if (this.hooks.beforeFlush || this.hooks.entities) checkMutableValues(this.uow.map.all())
       validate(this.uow.map.all(), (name) => this.entityHooks(name)?.validate as never)
+      const checks = performance.now() - checking
       let written: ChangeSet | undefined
-      const result = await flush({
+      const flushed = await flush({
         uow: this.uow,
         executor: this.executor,
         ids: this.ids,
@@ -173,6 +175,7 @@ export class EntityManager<D extends SchemaDefs> {
         maxRows: this.maxRowsPerStatement,
         onWritten: (set) => (written = set),
       })
+      const result = { ...flushed, durationMs: flushed.durationMs + checks, phases: { ...flushed.phases, checks } }
       if (written) await this.afterCommit(result, written)
       return result
     } finally {

@@ -10,6 +10,7 @@ import { computeChanges, needingIds, type ChangeSet } from './change-set.js'
 import { STATE, type HasState } from './entity-state.js'
 import type { IdPool } from './id-pool.js'
 import type { UnitOfWork } from './unit-of-work.js'
+import { PhaseClock, type FlushPhases } from './phases.js'
 
 /** Ops that change rows in place: their counts are `updated`, whatever else they are part of. */
 const UPDATES = new Set(['update', 'cascade-null', 'unlink-cycle'])
@@ -27,6 +28,8 @@ export interface FlushResult {
   /** Statements sent with a shape the connection had not prepared yet. */
   readonly coldStatements: number
   readonly durationMs: number
+  /** Where `durationMs` went, in ms (see FlushPhases). */
+  readonly phases: FlushPhases
   readonly plan: Plan
   /**
    * Set when the connection failed after COMMIT was sent and the server, asked on a fresh
@@ -54,8 +57,9 @@ export interface FlushContext {
  * after COMMIT, so a failed flush leaves the EntityManager as it was and can simply be retried.
  */
 export async function flush(ctx: FlushContext): Promise<FlushResult> {
-  const started = performance.now()
+  const clock = new PhaseClock()
   const { assigned, preparation } = await assignIds(ctx)
+  clock.lap('ids')
   let set: ChangeSet
   try {
     set = computeChanges(ctx.uow.map, assigned)
@@ -63,10 +67,13 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     giveBack(ctx, assigned)
     throw error
   }
+  clock.lap('changes')
   const plan = planFlush(set.changes, ctx.order, preparation, ctx.maxRows)
+  clock.lap('plan')
   const prepared = preparation.reduce((n, p) => n + p.roundTrips, 0)
-  if (isEmpty(set.changes)) return result(plan, [], prepared, 0, started)
+  if (isEmpty(set.changes)) return result(plan, [], prepared, 0, clock)
   const waves = renderPlan(plan)
+  clock.lap('render')
   let outcome
   try {
     outcome = await ctx.executor.write(waves)
@@ -75,10 +82,12 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) giveBack(ctx, assigned)
     throw error
   }
+  clock.lap('write')
   ctx.journal?.push(undoer(ctx, set, assigned))
   record(ctx.uow, set, assigned)
   ctx.onWritten?.(set)
-  const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, started)
+  clock.lap('record')
+  const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, clock)
   return outcome.recovered ? { ...done, recovered: outcome.recovered } : done
 }
 
@@ -165,7 +174,7 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
   for (const collection of set.collections) collection.committed()
 }
 
-function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrips: number, coldStatements: number, started: number): FlushResult {
+function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrips: number, coldStatements: number, clock: PhaseClock): FlushResult {
   const inserted: Record<string, number> = {}
   const updated: Record<string, number> = {}
   const deleted: Record<string, number> = {}
@@ -187,7 +196,8 @@ function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrip
     waves: plan.waves.length,
     roundTrips,
     coldStatements,
-    durationMs: performance.now() - started,
+    durationMs: clock.total(),
+    phases: clock.phases,
     plan,
   }
 }

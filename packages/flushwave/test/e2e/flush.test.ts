@@ -40,6 +40,10 @@ describe('flush', () => {
     // One allocation statement fetched the ids before the transaction.
     expect(db.queries.filter((q) => q.phase === 'allocate')).toHaveLength(1)
     expect(result.plan.preparation).toHaveLength(1)
+    // Every phase ran and was timed; together they are the flush's duration.
+    const phases = Object.values(result.phases)
+    expect(phases.every((ms) => ms > 0)).toBe(true)
+    expect(phases.reduce((a, b) => a + b, 0)).toBeCloseTo(result.durationMs, 1)
 
     expect([await count('author'), await count('book'), await count('review'), await count('tag'), await count('book_tag')]).toEqual([1, 10, 100, 50, 50])
     expect(typeof author.id).toBe('number')
