@@ -12,6 +12,8 @@ export interface ColumnType<T> {
   fromDb(raw: unknown): T
   /** Expression that selects the column so that `fromDb` reads it unambiguously. */
   selectExpr(quotedColumn: string): string
+  /** Its values are objects that can change in place (Date, JSON): flushes diff them even without a setter call. */
+  readonly mutable?: true
 }
 
 const INT4_MIN = -(2 ** 31)
@@ -113,6 +115,7 @@ let lastText = ''
 
 export const timestamptz: ColumnType<Date> = {
   sqlType: 'timestamptz',
+  mutable: true,
   check: (v) => {
     if (!(v instanceof Date) || Number.isNaN(v.getTime())) return 'expected a valid Date'
     const time = v.getTime()
@@ -161,6 +164,7 @@ function numericProblem(s: string): string | undefined {
 export function jsonb<T>(): ColumnType<T> {
   return {
     sqlType: 'jsonb',
+    mutable: true,
     check: (v) => {
       try {
         // JSON.stringify writes NaN and ±Infinity as null: refuse them rather than store something else.

@@ -19,10 +19,10 @@ export interface ChangeSet {
   readonly collections: readonly ManyToManyCollection[]
 }
 
-/** New sequence-id entities: they need ids from the pool before the changes can be computed. */
-export function needingIds(map: IdentityMap): Map<EntityMeta, HasState[]> {
+/** New sequence-id entities among `entities`: they need ids from the pool before the changes can be computed. */
+export function needingIds(entities: readonly HasState[]): Map<EntityMeta, HasState[]> {
   const out = new Map<EntityMeta, HasState[]>()
-  for (const entity of map.all()) {
+  for (const entity of entities) {
     const state = entity[STATE]
     if (state.status !== 'new' || state.id !== undefined) continue
     let list = out.get(state.meta)
@@ -33,10 +33,11 @@ export function needingIds(map: IdentityMap): Map<EntityMeta, HasState[]> {
 }
 
 /**
- * Diffs every tracked entity against its snapshot. Pure: it reads states and changes none.
- * `assigned` holds the ids a flush took from the pool for new entities.
+ * Diffs the flush's candidates (see flushCandidates) against their snapshots. Pure: it reads states
+ * and changes none. `map` is read only for cascades; `assigned` holds the ids a flush took from
+ * the pool for new entities.
  */
-export function computeChanges(map: IdentityMap, assigned: ReadonlyMap<HasState, string>): ChangeSet {
+export function computeChanges(map: IdentityMap, candidates: readonly HasState[], assigned: ReadonlyMap<HasState, string>): ChangeSet {
   const idText = (state: EntityState, entity: HasState): string => {
     if (state.id !== undefined) return state.meta.id.type.toText(state.id)
     const id = assigned.get(entity)
@@ -62,7 +63,7 @@ export function computeChanges(map: IdentityMap, assigned: ReadonlyMap<HasState,
   const deleted: HasState[] = []
   const collections: ManyToManyCollection[] = []
 
-  for (const entity of map.all()) {
+  for (const entity of candidates) {
     const state = entity[STATE]
     const meta = state.meta
     if (state.status === 'new' && state.id === undefined && !assigned.has(entity)) continue

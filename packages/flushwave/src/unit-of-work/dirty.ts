@@ -1,5 +1,6 @@
-import type { FieldMeta } from '../schema/meta.js'
-import type { EntityState } from './entity-state.js'
+import type { EntityMeta, FieldMeta } from '../schema/meta.js'
+import { STATE, type EntityState, type HasState } from './entity-state.js'
+import type { IdentityMap } from './identity-map.js'
 
 /**
  * Whether a field of a loaded entity (or a stub) differs from what its row is known to hold.
@@ -18,4 +19,69 @@ export function isDirty(state: EntityState): boolean {
   if (state.status === 'new' || state.status === 'removed') return true
   if (state.status !== 'managed' && state.status !== 'stub') return false
   return state.meta.fields.some((f) => isChanged(state, f))
+}
+
+/**
+ * The entities a flush must diff: new, removed and touched ones, and untouched ones whose Date or
+ * JSON values were changed in place (or made invalid in place: the flush's checks then say so).
+ * A no-op flush over many loaded entities thus reads one flag per entity, plus its mutable fields.
+ */
+export function flushCandidates(map: IdentityMap): HasState[] {
+  const out: HasState[] = []
+  for (const [meta, entities] of map.byType()) {
+    const mutable = mutableFields(meta)
+    for (const entity of entities) {
+      const state = entity[STATE]
+      const status = state.status
+      if (status === 'detached') continue
+      if (status === 'new' || status === 'removed' || state.touched) out.push(entity)
+      else if (mutable.length > 0 && changedInPlace(state, mutable)) out.push(entity)
+    }
+  }
+  return out
+}
+
+function changedInPlace(state: EntityState, mutable: readonly FieldMeta[]): boolean {
+  for (let i = 0; i < mutable.length; i++) {
+    const field = mutable[i]!
+    const value = state.values[field.prop]
+    if (typeof value !== 'object' || value === null) continue
+    const pinned = state.pins?.[i]
+    // The common case: the same Date at the same time as when its text was the snapshot's.
+    if (pinned !== undefined && pinned.date === value && pinned.time === (value as Date).getTime() && state.snapshot?.[field.prop] === pinned.text) continue
+    if (field.type.check(value) !== undefined || isChanged(state, field)) return true
+    if (value instanceof Date) pin(state, i, value)
+  }
+  return false
+}
+
+const mutableByMeta = new WeakMap<EntityMeta, readonly FieldMeta[]>()
+
+/** The fields whose values can change in place (Dates, JSON), in a fixed order: `pins` follow it. */
+function mutableFields(meta: EntityMeta): readonly FieldMeta[] {
+  let fields = mutableByMeta.get(meta)
+  if (fields === undefined) mutableByMeta.set(meta, (fields = meta.fields.filter((f) => !f.ref && f.type.mutable)))
+  return fields
+}
+
+/**
+ * Remembers, right after the snapshot's text was made from them, which Date each mutable field held
+ * and at what time, so that a no-op flush over many loaded entities costs a few comparisons per
+ * Date, not a toISOString(). Call it only where the snapshot's text was made from the value in the
+ * same synchronous step (a pin taken later could pair a new time with an old text). A stale pin is
+ * harmless: it counts only while the snapshot still holds its text.
+ */
+export function pinDates(state: EntityState): void {
+  const mutable = mutableFields(state.meta)
+  for (let i = 0; i < mutable.length; i++) {
+    const value = state.values[mutable[i]!.prop]
+    if (value instanceof Date && Number.isFinite(value.getTime())) pin(state, i, value)
+  }
+}
+
+function pin(state: EntityState, index: number, date: Date): void {
+  const text = state.snapshot?.[mutableFields(state.meta)[index]!.prop]
+  if (typeof text !== 'string') return
+  state.pins ??= []
+  state.pins[index] = { date, time: date.getTime(), text }
 }

@@ -66,6 +66,7 @@ function classFor(meta: EntityMeta): EntityClass {
         if (field.version) throw new EntityStateError(`${label(state)}.${field.prop} is the optimistic-lock version: flushes advance it`)
         checkValue(state, field, value)
         state.values[field.prop] = value
+        state.touched = true
       },
     })
   }

@@ -4,7 +4,7 @@ import type { Schema, SchemaDefs } from '../schema/define.js'
 import type { CreateInput, Entity, EntityName, IdOf, OrderBy, RelationName, Where } from '../schema/infer.js'
 import { STATE, type HasState } from './entity-state.js'
 import type { ChangeSet } from './change-set.js'
-import { isDirty } from './dirty.js'
+import { flushCandidates, isDirty } from './dirty.js'
 import { flush, type FlushResult } from './flush.js'
 import { MAX_HOOK_ROUNDS, type EntityHooks, type Hooks } from './hooks.js'
 import type { IdPool } from './id-pool.js'
@@ -160,14 +160,20 @@ export class EntityManager<D extends SchemaDefs> {
       const checking = performance.now()
       // Dates and JSON objects may have been changed in place since they were assigned: check them
       // before anything reads their text (hooks, dirty checks), and again after hooks that may change them.
-      checkMutableValues(this.uow.map.all())
-      await this.runBeforeHooks()
-      if (this.hooks.beforeFlush || this.hooks.entities) checkMutableValues(this.uow.map.all())
-      validate(this.uow.map.all(), (name) => this.entityHooks(name)?.validate as never)
+      let candidates = flushCandidates(this.uow.map)
+      checkMutableValues(candidates)
+      if (this.hooks.beforeFlush || this.hooks.entities) {
+        await this.runBeforeHooks()
+        // Hooks may have created, changed or removed entities.
+        candidates = flushCandidates(this.uow.map)
+        checkMutableValues(candidates)
+      }
+      validate(candidates, (name) => this.entityHooks(name)?.validate as never)
       const checks = performance.now() - checking
       let written: ChangeSet | undefined
       const flushed = await flush({
         uow: this.uow,
+        candidates,
         executor: this.executor,
         ids: this.ids,
         order: this.schema.insertOrder,

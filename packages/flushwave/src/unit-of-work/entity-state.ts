@@ -28,8 +28,23 @@ export interface EntityState {
   snapshot: Record<string, unknown> | undefined
   /** Created by this EntityManager: its row had no children or links but those made here. */
   readonly createdHere: boolean
+  /**
+   * A property was set or a link changed since the last flush took this entity's changes (or since
+   * it was read): the next flush must diff it. Untouched managed entities are diffed only for Dates
+   * and JSON values, which can change in place without a setter.
+   */
+  touched: boolean
+  /** Dates of the snapshot, for a cheap in-place-change check (see pinDates). */
+  pins: (DatePin | undefined)[] | undefined
   /** Collection objects by property, made on first access (most entities never have one). */
   collections: Map<string, unknown> | undefined
+}
+
+/** A Date held by a mutable field, its time, and the snapshot text it had then. */
+export interface DatePin {
+  readonly date: Date
+  readonly time: number
+  readonly text: string
 }
 
 export interface HasState {

@@ -41,6 +41,8 @@ export interface FlushResult {
 
 export interface FlushContext {
   readonly uow: UnitOfWork
+  /** The entities that may have changes (see flushCandidates): the only ones diffed. */
+  readonly candidates: readonly HasState[]
   readonly executor: Executor
   readonly ids: IdPool
   readonly order: readonly EntityMeta[]
@@ -62,11 +64,14 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   clock.lap('ids')
   let set: ChangeSet
   try {
-    set = computeChanges(ctx.uow.map, assigned)
+    set = computeChanges(ctx.uow.map, ctx.candidates, assigned)
   } catch (error) {
     giveBack(ctx, assigned)
     throw error
   }
+  // Their changes are in the change set now; a property set while the flush is in flight touches
+  // the entity again. A flush that fails touches them all again (below).
+  for (const entity of ctx.candidates) entity[STATE].touched = false
   clock.lap('changes')
   const plan = planFlush(set.changes, ctx.order, preparation, ctx.maxRows)
   clock.lap('plan')
@@ -80,6 +85,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   } catch (error) {
     // Ids of a rolled-back transaction were never committed by anyone: safe to use again.
     if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) giveBack(ctx, assigned)
+    for (const entity of ctx.candidates) entity[STATE].touched = true
     throw error
   }
   clock.lap('write')
@@ -92,7 +98,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
 }
 
 async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, string>; preparation: Preparation[] }> {
-  const needed = needingIds(ctx.uow.map)
+  const needed = needingIds(ctx.candidates)
   const assigned = new Map<HasState, string>()
   if (needed.size === 0) return { assigned, preparation: [] }
   const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
@@ -134,7 +140,7 @@ function undoer(ctx: FlushContext, set: ChangeSet, assigned: ReadonlyMap<HasStat
     for (const { entity, status, id, snapshot, values } of saved) {
       const s = entity[STATE]
       ctx.uow.map.delete(entity)
-      Object.assign(s, { status, id, snapshot })
+      Object.assign(s, { status, id, snapshot, touched: true })
       Object.assign(s.values, values)
       ctx.uow.map.add(entity)
     }

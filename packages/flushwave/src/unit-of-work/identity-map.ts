@@ -37,6 +37,11 @@ export class IdentityMap {
     return this.tracked.get(meta) ?? []
   }
 
+  /** Tracked entities by type, live: for walks that change nothing. */
+  byType(): Iterable<[EntityMeta, ReadonlySet<HasState>]> {
+    return this.tracked
+  }
+
   /** Every tracked entity, in a fresh array (so callers may change the map while they go). */
   all(): HasState[] {
     const out: HasState[] = []

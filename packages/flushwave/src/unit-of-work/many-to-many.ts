@@ -35,6 +35,7 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
     // must still insert it (the insert is a no-op when the link is there).
     this.removed.delete(item)
     if (!this.persisted?.has(item)) this.added.add(item)
+    this.owner[STATE].touched = true
   }
 
   remove(item: HasState): void {
@@ -42,6 +43,7 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
     // Likewise, add() then remove() must delete a link that was there all along.
     this.added.delete(item)
     if (this.persisted === undefined || this.persisted.has(item)) this.removed.add(item)
+    this.owner[STATE].touched = true
   }
 
   /** Called once a flush that wrote the pending links has committed. */

@@ -2,6 +2,7 @@ import { EntityStateError, InvalidValueError } from '../errors.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { checkValue, makeEntity, type CollectionFactory } from './entity-class.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
+import { pinDates } from './dirty.js'
 import { IdentityMap } from './identity-map.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
@@ -104,6 +105,7 @@ export class UnitOfWork implements CollectionFactory {
     })
     state.snapshot = snapshot
     state.status = 'managed'
+    pinDates(state)
     return entity
   }
 
@@ -139,6 +141,6 @@ export class UnitOfWork implements CollectionFactory {
   }
 
   private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
-    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new' }
+    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, pins: undefined }
   }
 }

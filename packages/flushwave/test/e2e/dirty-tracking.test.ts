@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { flushwave, UniqueViolationError } from '../../src/index.js'
+import { bookstore } from '../support/bookstore.js'
+import { testDatabase, type TestDatabase } from '../support/database.js'
+
+/**
+ * A flush diffs only entities that were touched (a setter, a link) plus the Dates and JSON values
+ * of the others, which can change in place. These tests change things every way a user can, and
+ * check what the flush sent.
+ */
+let db: TestDatabase<typeof bookstore.defs>
+beforeAll(async () => {
+  db = await testDatabase(bookstore, { name: 'dirty' })
+  const em = db.orm.em()
+  const author = em.create('Author', { name: 'ann', email: 'ann@example.com' })
+  for (let i = 0; i < 3; i++) em.create('Book', { title: `b${i}`, author, meta: { isbn: `i${i}` } })
+  await em.flush()
+})
+afterAll(async () => {
+  await db.close()
+})
+
+async function loaded() {
+  const em = db.orm.em()
+  const [author] = await em.find('Author', { name: 'ann' })
+  const books = await em.find('Book', { author: author! }, { orderBy: { title: 'asc' } })
+  return { em, author: author!, books }
+}
+
+describe('what a flush diffs', () => {
+  it('sends nothing when nothing changed, however often it flushes', async () => {
+    const { em } = await loaded()
+    db.queries.length = 0
+    for (let i = 0; i < 3; i++) expect((await em.flush()).statements).toBe(0)
+    expect(db.queries).toEqual([])
+  })
+
+  it('writes a loaded Date changed in place, without any setter call', async () => {
+    const { em, author } = await loaded()
+    const moved = new Date('2001-02-03T04:05:06.007Z')
+    author.createdAt.setTime(moved.getTime())
+    db.queries.length = 0
+    const result = await em.flush()
+    expect(result.updated).toEqual({ author: 1 })
+    expect(db.writes()[0]!.params).toContain('{"2001-02-03T04:05:06.007Z"}')
+    // And once written, the same Date changed again in place is seen again.
+    author.createdAt.setTime(moved.getTime() + 1)
+    expect((await em.flush()).updated).toEqual({ author: 1 })
+    const [row] = await db.sql`select created_at from author where id = ${author.id}`
+    expect((row!.created_at as Date).getTime()).toBe(moved.getTime() + 1)
+  })
+
+  it('writes a loaded JSON object changed in place, and only that book', async () => {
+    const { em, books } = await loaded()
+    books[1]!.meta!.tags = ['x']
+    const result = await em.flush()
+    expect(result.updated).toEqual({ book: 1 })
+    const [row] = await db.sql`select meta from book where id = ${books[1]!.id}`
+    expect(row!.meta).toEqual({ isbn: 'i1', tags: ['x'] })
+  })
+
+  it('writes links changed on an entity whose own columns did not change', async () => {
+    const { em, books } = await loaded()
+    books[0]!.tags.add(em.create('Tag', { name: 'linked' }))
+    const result = await em.flush()
+    expect(result.inserted).toEqual({ tag: 1, book_tag: 1 })
+  })
+
+  it('keeps a change made while the flush is in flight for the next flush', async () => {
+    // Changes the book when the first write statement is handed to the driver: after the change
+    // set was taken, before COMMIT.
+    let whileSending: (() => void) | undefined
+    const orm = flushwave({ schema: bookstore, sql: db.sql, onQuery: (e) => e.phase === 'write' && whileSending?.() })
+    const em = orm.em()
+    const [book] = await em.find('Book', { title: 'b0' })
+    book!.pages = 10
+    whileSending = () => {
+      whileSending = undefined
+      book!.pages = 11
+    }
+    expect((await em.flush()).updated).toEqual({ book: 1 })
+    expect(book!.pages).toBe(11)
+    expect((await em.flush()).updated).toEqual({ book: 1 })
+    const books = [book]
+    const [row] = await db.sql`select pages from book where id = ${books[0]!.id}`
+    expect(row!.pages).toBe(11)
+  })
+
+  it('writes the changes of a flush that failed when it is retried', async () => {
+    const { em, books, author } = await loaded()
+    books[2]!.title = 'renamed'
+    const dup = em.create('Author', { name: 'dup', email: author.email })
+    await expect(em.flush()).rejects.toBeInstanceOf(UniqueViolationError)
+    // Remove the cause; the rename must still be written.
+    em.remove(dup)
+    expect((await em.flush()).updated).toEqual({ book: 1 })
+    const [row] = await db.sql`select title from book where id = ${books[2]!.id}`
+    expect(row!.title).toBe('renamed')
+  })
+
+  it('writes again what a rolled-back transaction had flushed', async () => {
+    const { em, books } = await loaded()
+    await em
+      .transaction(async () => {
+        books[0]!.title = 'inside'
+        await em.flush()
+        throw new Error('roll back')
+      })
+      .catch(() => undefined)
+    expect(books[0]!.title).toBe('inside')
+    expect((await em.flush()).updated).toEqual({ book: 1 })
+    const [row] = await db.sql`select title from book where id = ${books[0]!.id}`
+    expect(row!.title).toBe('inside')
+  })
+})
