@@ -87,6 +87,9 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) giveBack(ctx, assigned)
     for (const entity of ctx.candidates) entity[STATE].touched = true
     throw error
+  } finally {
+    // Top up the id pool now, between flushes, rather than when the next flush runs short.
+    if (assigned.size > 0) ctx.ids.refillIfLow()
   }
   clock.lap('write')
   ctx.journal?.push(undoer(ctx, set, assigned))

@@ -5,7 +5,7 @@ import { FlushwaveError } from '../errors.js'
 import { IdRanges } from './id-ranges.js'
 
 /** A fetch never asks for more spare ids than this per table. */
-const MAX_SPARE = 65_536
+const MAX_SPARE = 4_096
 
 export interface IdPoolOptions {
   /** Spare ids fetched with a table's first shortfall (default 256); later fetches size it from demand. */
@@ -38,6 +38,8 @@ interface TableIds {
   readonly ranges: IdRanges
   /** Ids taken since this table's last fetch: the demand that sizes its next spare block. */
   takenSinceFetch: number
+  /** The spare block its last fetch asked for: below half of it, the pool refills in the background. */
+  lastSpare: number
 }
 
 /**
@@ -50,11 +52,18 @@ interface TableIds {
  * shortfalls cost one fetch, not fifty. The spare block is twice the ids taken since the table's
  * last fetch (at least `blockSize`, at most 65,536), so it follows demand and a steady workload
  * soon stops fetching.
+ *
+ * And a table whose spare ids fall below half its last spare block is refilled in the background
+ * after the flush that took them, on one of the pool's connections, while flushes go on taking what
+ * is left: in steady state no flush waits on a fetch. With a pooled sequence (an increment of, say, 1000) a fetch of any size
+ * costs the server one nextval per block.
  */
 export class IdPool {
   private readonly tables = new Map<EntityMeta, TableIds>()
   private queue: Waiter[] = []
   private fetching = false
+  /** The pool's fetch, from the last shared take: background refills use it. */
+  private refillWith: FetchIds | undefined
   private readonly blockSize: number
 
   constructor(options: IdPoolOptions = {}) {
@@ -67,6 +76,7 @@ export class IdPool {
    * own connection, which no other flush may wait on (the pool's may all be busy).
    */
   take(counts: ReadonlyMap<EntityMeta, number>, fetch: FetchIds, options: { readonly private?: boolean } = {}): Promise<Taken> {
+    if (!options.private) this.refillWith = fetch
     if (this.queue.length === 0 && this.covers(counts)) return Promise.resolve({ ids: this.drain(counts), fetched: [] })
     if (options.private) return this.takePrivately(counts, fetch)
     return new Promise<Taken>((resolve, reject) => {
@@ -116,12 +126,12 @@ export class IdPool {
 
   /** A transaction's shortfall: fetched on its own connection; the spare block joins the pool. */
   private async takePrivately(counts: ReadonlyMap<EntityMeta, number>, fetch: FetchIds): Promise<Taken> {
-    const requests = [...counts].map(([meta, count]) => ({ meta, count: count + this.spareFor(meta) }))
+    const requests = [...counts].map(([meta, count]) => ({ meta, spare: this.spareFor(meta), count: count + this.spareFor(meta) }))
     const blocks = await fetchChecked(requests, fetch)
     requests.forEach((r, i) => {
       const table = this.table(r.meta)
       table.ranges.add(blocks.ids[i]!)
-      table.takenSinceFetch = 0
+      Object.assign(table, { takenSinceFetch: 0, lastSpare: r.spare })
     })
     // Taken at once, before any other flush runs: these ids were fetched for this one.
     const ids = this.drain(counts)
@@ -143,7 +153,7 @@ export class IdPool {
       const spare = this.spareFor(meta)
       if (have - need >= spare / 2) continue
       requests.push({ meta, count: Math.max(0, need - have) + spare })
-      this.table(meta).takenSinceFetch = 0
+      Object.assign(this.table(meta), { takenSinceFetch: 0, lastSpare: spare })
     }
     return requests
   }
@@ -152,6 +162,33 @@ export class IdPool {
     const blocks = await fetchChecked(requests, fetch)
     requests.forEach((r, i) => this.table(r.meta).ranges.add(blocks.ids[i]!))
     return { counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips }
+  }
+
+  /**
+   * Starts a background fetch for every table below half its last spare block, unless a fetch is
+   * under way. A flush calls it once its transaction is over, so that the refill overlaps the time
+   * between flushes rather than the flush (with a pool of one connection it would wait behind it).
+   * Flushes that run short meanwhile queue behind it, as behind any fetch. A failed refill costs
+   * nothing but the refill: the next shortfall fetches (and reports) as usual.
+   */
+  refillIfLow(): void {
+    const fetch = this.refillWith
+    if (this.fetching || fetch === undefined) return
+    const requests: { meta: EntityMeta; count: number }[] = []
+    for (const [meta, table] of this.tables) {
+      if (table.lastSpare === 0 || table.ranges.size >= table.lastSpare / 2) continue
+      const spare = this.spareFor(meta)
+      requests.push({ meta, count: spare })
+      Object.assign(table, { takenSinceFetch: 0, lastSpare: spare })
+    }
+    if (requests.length === 0) return
+    this.fetching = true
+    this.fetchInto(requests, fetch)
+      .catch(() => undefined)
+      .finally(() => {
+        this.fetching = false
+        if (this.queue.length > 0) void this.pump(fetch)
+      })
   }
 
   /** Hands ids to waiting flushes in arrival order, as long as the first one can be served. */
@@ -183,7 +220,7 @@ export class IdPool {
 
   private table(meta: EntityMeta): TableIds {
     let table = this.tables.get(meta)
-    if (table === undefined) this.tables.set(meta, (table = { ranges: new IdRanges(), takenSinceFetch: 0 }))
+    if (table === undefined) this.tables.set(meta, (table = { ranges: new IdRanges(), takenSinceFetch: 0, lastSpare: 0 }))
     return table
   }
 }
@@ -192,8 +229,9 @@ export class IdPool {
 async function fetchChecked(requests: readonly { meta: EntityMeta; count: number }[], fetch: FetchIds): Promise<IdBlocks> {
   const blocks = await fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
   requests.forEach((r, i) => {
+    // A pooled sequence may bring more (whole blocks); fewer would leave flushes waiting forever.
     const got = blocks.ids[i]?.count ?? 0
-    if (got !== r.count) throw new FlushwaveError(`id allocation for ${r.meta.quotedTable} returned ${got} ids, not ${r.count}`)
+    if (got < r.count) throw new FlushwaveError(`id allocation for ${r.meta.quotedTable} returned ${got} ids, not ${r.count}`)
   })
   return blocks
 }

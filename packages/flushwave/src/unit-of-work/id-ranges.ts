@@ -26,15 +26,15 @@ export class IdRanges {
   /** Adds a fetched block. */
   add(block: IdBlock): void {
     if (block.count === 0) return
-    if (block.list) for (const range of toRanges(block.list)) this.fetched.push(range)
-    else this.fetched.push({ start: block.first, end: block.first + BigInt(block.count) })
+    if (block.starts === undefined) this.fetched.push({ start: block.first, end: block.first + BigInt(block.count) })
+    else for (const range of toRanges(block.starts, BigInt(block.step))) this.fetched.push(range)
     this.count += block.count
   }
 
   /** Puts back ids that were never committed, to be taken before any fetched one. */
   giveBack(ids: readonly string[]): void {
     // Reversed, so that taking from the end of `returned` hands them out in their given order.
-    this.returned.push(...toRanges(ids).reverse())
+    this.returned.push(...toRanges(ids, 1n).reverse())
     this.count += ids.length
   }
 
@@ -66,15 +66,16 @@ export class IdRanges {
   }
 }
 
-function toRanges(ids: readonly string[]): Range[] {
+/** Runs of `step` ids from each start, merged where one run ends where the next begins. */
+function toRanges(starts: readonly string[], step: bigint): Range[] {
   const ranges: Range[] = []
   let last: Range | undefined
-  for (const text of ids) {
+  for (const text of starts) {
     const value = BigInt(text)
     if (last !== undefined && last.end === value) {
-      last.end = value + 1n
+      last.end = value + step
     } else {
-      last = { start: value, end: value + 1n }
+      last = { start: value, end: value + step }
       ranges.push(last)
     }
   }

@@ -72,16 +72,26 @@ describe('id pool under a burst of concurrent flushes', () => {
   })
 })
 
-describe('id allocation statement', () => {
-  it('hands out a sequence’s values with gaps exactly as the server gave them', async () => {
-    // A step of 3 leaves gaps between consecutive values, as another session's nextval would.
-    await db.sql.unsafe('alter sequence tag_id_seq increment by 3')
+describe('pooled sequences', () => {
+  it('take a whole block per nextval: O(1) on the server, and other writers get blocks of their own', async () => {
+    // The README's migration for a pooled sequence.
+    await db.sql.unsafe('alter table tag alter column id set increment by 1000')
+    const before = db.queries.filter((q) => q.phase === 'allocate').length
     const em = db.orm.em()
-    const tags = Array.from({ length: 4 }, (_, i) => em.create('Tag', { name: `gap ${i}` }))
+    const tags = Array.from({ length: 4 }, (_, i) => em.create('Tag', { name: `pooled ${i}` }))
     await em.flush()
-    const ids = tags.map((t) => t.id)
-    expect(ids).toEqual([ids[0], ids[0]! + 3, ids[0]! + 6, ids[0]! + 9])
-    const rows = await db.sql<{ id: number }[]>`select id::int from tag order by id`
-    expect(rows.map((r) => r.id)).toEqual(ids)
+    const first = tags[0]!.id
+    expect(tags.map((t) => t.id)).toEqual([first, first + 1, first + 2, first + 3])
+    // A plain INSERT using the column default meanwhile gets the next block, not one of ours.
+    const [other] = await db.sql<{ id: number }[]>`insert into tag (name) values ('by hand') returning id::int`
+    expect(other!.id).toBeGreaterThanOrEqual(first + 1000)
+    // The spare ids of the block serve the next flushes without another fetch.
+    const em2 = db.orm.em()
+    const more = Array.from({ length: 100 }, (_, i) => em2.create('Tag', { name: `pooled more ${i}` }))
+    await em2.flush()
+    expect(more[0]!.id).toBe(first + 4)
+    expect(db.queries.filter((q) => q.phase === 'allocate').length - before).toBe(1)
+    const [{ n }] = (await db.sql`select count(*)::int as n from tag where id between ${first} and ${first + 103}`) as unknown as [{ n: number }]
+    expect(n).toBe(104)
   })
 })

@@ -23,7 +23,7 @@ function sequences(delayMs = 0) {
     const ids = requests.map((r) => {
       const start = next.get(r.quotedTable) ?? 1
       next.set(r.quotedTable, start + r.count)
-      return { first: BigInt(start), count: r.count }
+      return { first: BigInt(start), count: r.count, step: 1 }
     })
     return { ids, roundTrips: 1 }
   }
@@ -119,4 +119,37 @@ describe('IdPool', () => {
     // Its spare block was pooled, and served the waiting flush before its own fetch landed.
     expect((await waiting).ids.get(Book)).toEqual(['3', '4', '5'])
   })
+
+  it('refills in the background below half a spare block, so a steady load never waits on a fetch', async () => {
+    const { fetch, calls } = sequences(5)
+    const pool = new IdPool({ blockSize: 64 })
+    const waited: number[] = []
+    for (let flush = 0; flush < 200; flush++) {
+      const taken = await pool.take(new Map([[Review, 10], [Book, 1]]), fetch)
+      waited.push(taken.fetched.length)
+      expect(new Set(taken.ids.get(Review)).size).toBe(10)
+      pool.refillIfLow() // as a flush does once its transaction is over
+      // Some time between flushes, as between requests: a background fetch lands meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 1))
+    }
+    // Only the very first take waited; every later shortfall was foreseen and fetched in the background.
+    expect(waited[0]).toBe(1)
+    expect(waited.slice(1).every((n) => n === 0)).toBe(true)
+    expect(calls.length).toBeGreaterThan(1)
+    // Blocks follow demand: 2,000 review and 200 book ids over 200 flushes took about ten fetches.
+    expect(calls.length).toBeLessThanOrEqual(12)
+  })
+
+  it('does not refill in the background from a transaction’s connection', async () => {
+    const { fetch, calls } = sequences(0)
+    const pool = new IdPool({ blockSize: 8 })
+    await pool.take(new Map([[Book, 1]]), fetch, { private: true })
+    for (let i = 0; i < 6; i++) {
+      await pool.take(new Map([[Book, 1]]), fetch, { private: true })
+      pool.refillIfLow()
+    }
+    // Below half its spare block, but no shared fetch was ever given: no background fetch.
+    expect(calls).toHaveLength(1)
+  })
 })
+

@@ -16,17 +16,28 @@ describe('id allocation statement', () => {
 
   it('reads a block per request: a range, or the listed values when they have gaps', () => {
     const blocks = readNextIds(requests, [
-      ['2', '7', 2, '7,9'],
-      ['1', '100', 3, null],
+      ['2', '1', '7', 2, '7,9'],
+      ['1', '1', '100', 3, null],
     ])
     expect(blocks).toEqual([
-      { first: 100n, count: 3 },
-      { first: 7n, count: 2, list: ['7', '9'] },
+      { first: 100n, count: 3, step: 1 },
+      { first: 7n, count: 2, step: 1, starts: ['7', '9'] },
+    ])
+  })
+
+  it('reads a pooled sequence as whole blocks of its increment', () => {
+    const blocks = readNextIds(requests, [
+      ['1', '1000', '1', 1, null],
+      ['2', '50', '1', 2, '1,1001'],
+    ])
+    expect(blocks).toEqual([
+      { first: 1n, count: 1000, step: 1000 },
+      { first: 1n, count: 100, step: 50, starts: ['1', '1001'] },
     ])
   })
 
   it('says which column has no sequence', () => {
-    expect(() => readNextIds(requests, [['1', null, 3, null]])).toThrow(SchemaError)
-    expect(() => readNextIds(requests, [['1', null, 3, null]])).toThrow('"author".id has no sequence')
+    expect(() => readNextIds(requests, [['1', '1', null, 3, null]])).toThrow(SchemaError)
+    expect(() => readNextIds(requests, [['1', '1', null, 3, null]])).toThrow('"author".id has no sequence')
   })
 })
