@@ -2,10 +2,10 @@
 # Issue #15: a checkout the `postgres` user cannot enter (as root under /root, or any `mktemp -d`).
 # Clones this checkout's HEAD into a fresh 0700 directory, installs, serves `pnpm example` until a
 # curl gets an author back, stops it with SIGINT, then runs one e2e test file there.
-#   scripts/clone-0700.sh [test file]   (default packages/flushwave/test/e2e/flush.test.ts)
+#   scripts/clone-0700.sh [vitest run arguments]   (default packages/flushwave/test/e2e/flush.test.ts)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-test_file=${1:-packages/flushwave/test/e2e/flush.test.ts}
+[ $# -gt 0 ] || set -- packages/flushwave/test/e2e/flush.test.ts
 fail() { echo "clone-0700: FAILED: $*" >&2; exit 1; }
 
 dir=$(mktemp -d)
@@ -52,5 +52,5 @@ node -e 'require("net").connect(+process.argv[1],"127.0.0.1").on("connect",()=>p
   || fail "the embedded PostgreSQL still listens on $db_port after the example stopped"
 echo "clone-0700: pnpm example served and stopped cleanly"
 
-pnpm exec vitest run "$test_file" || fail "vitest run $test_file"
+pnpm exec vitest run "$@" || fail "vitest run $*"
 echo "clone-0700: OK"
