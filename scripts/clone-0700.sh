@@ -26,10 +26,13 @@ cd "$dir/repo"
 pnpm install --frozen-lockfile --reporter=silent || fail "pnpm install"
 
 # `pnpm example` in a process group of its own, so SIGINT reaches it as Ctrl-C in a terminal would.
+# Job control (set -m) for that: without it a background job ignores SIGINT, and pnpm then relays none.
 port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 log="$dir/example.log"
-PORT=$port setsid pnpm example > "$log" 2>&1 &
+set -m
+PORT=$port pnpm example > "$log" 2>&1 &
 example_pid=$!
+set +m
 for _ in $(seq 180); do
   grep -q 'curl -s http' "$log" && break
   kill -0 "$example_pid" 2> /dev/null || { cat "$log" >&2; fail "pnpm example exited before it served"; }
