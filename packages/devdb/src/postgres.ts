@@ -134,9 +134,13 @@ async function startEmbedded({ port: wantedPort, log = false, binDir }: StartDat
     // When postgres exits early, its last FATAL line says why.
     const fatal = output.match(/(?:FATAL|PANIC):\s+.*/g)?.at(-1)
     const reason = `${error instanceof Error ? error.message : String(error)}${fatal ? `: ${fatal}` : ''}`
+    const rootHint =
+      bins.runAs && /permission denied/i.test(output)
+        ? `\nAs root, initdb and postgres run as \`postgres\`, which must be able to enter ${os.tmpdir()}: set TMPDIR to a directory it can.`
+        : ''
     const tail = output.trim().split('\n').slice(-12).join('\n')
     throw new DevDbError(
-      `devdb: could not start an embedded PostgreSQL on 127.0.0.1:${port}: ${reason}\n` +
+      `devdb: could not start an embedded PostgreSQL on 127.0.0.1:${port}: ${reason}${rootHint}\n` +
         (tail ? `--- postgres output (tail) ---\n${tail}\n---\n` : '') +
         HOW_TO_AVOID,
       { cause: error },
