@@ -32,7 +32,14 @@ export async function pgBinaries(binDir?: string): Promise<PgBinaries> {
   const bins = binariesIn(path.join(pkg.dir, 'native', 'bin'))
   if (!runAs || probe(bins.initdb, runAs)?.code !== 'EACCES') return { ...bins, runAs }
 
-  const copy = await cachedCopy(path.join(pkg.dir, 'native'), path.join(CACHE_ROOT, `${pkg.name.replace('/', '+')}@${pkg.version}`))
+  const target = path.join(CACHE_ROOT, `${pkg.name.replace('/', '+')}@${pkg.version}`)
+  const copy = await cachedCopy(path.join(pkg.dir, 'native'), target).catch((error: Error) => {
+    throw new DevDbError(
+      `devdb: the \`postgres\` user cannot reach ${bins.initdb}, and copying PostgreSQL to ${target} failed: ${error.message}. ` +
+        'Free or fix that directory, or set DATABASE_URL.',
+      { cause: error },
+    )
+  })
   const copied = binariesIn(path.join(copy, 'bin'))
   const error = probe(copied.initdb, runAs)
   if (error) {
