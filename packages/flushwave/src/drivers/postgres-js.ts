@@ -9,6 +9,7 @@ import type { Statement, WriteStatement } from '../sql/statement.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
 import { endsSession, flushError, IN_FAILED_TRANSACTION, isServerError } from './pg-error.js'
 import { pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
+import { prepareInline } from './inline-prepare.js'
 
 const TEXT_OID = 25
 
@@ -262,7 +263,8 @@ export class PostgresJsExecutor implements Executor {
   private run(sql: Sql | ReservedSql, statement: Statement): PendingQuery<Row[]> {
     const params = statement.params.map((p) => sql.typed(p as never, TEXT_OID))
     // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
-    return sql.unsafe(statement.text, params as never[], { prepare: true })
+    // Every parameter is typed here, so a new shape needs no describe wait (inline-prepare.ts).
+    return prepareInline(sql.unsafe(statement.text, params as never[], { prepare: true }))
   }
 
   private emit(phase: QueryEvent['phase'], statement: Statement): void {
