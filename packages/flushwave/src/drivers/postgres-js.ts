@@ -65,31 +65,57 @@ export class PostgresJsExecutor implements Executor {
   }
 
   /**
-   * Reserves every connection of the pool at once (opening them) and runs the statements on each,
-   * one by one: a new shape costs its describe round trip here, at start-up, not in a flush.
+   * Reserves every connection of the pool at once (opening them) and sends every shape on each as
+   * one pipeline, new shapes without a describe wait (inline-prepare.ts): about one round trip per
+   * connection, all connections at once. `ids` rides along on the first connection's pipeline.
    */
-  async warmUp(statements: readonly Statement[]): Promise<WarmUp> {
+  async warmUp(statements: readonly Statement[], ids: readonly IdRequest[] = []): Promise<WarmUp> {
     if (this.options.inTransaction) throw new FlushwaveError('warm up outside of transactions')
     const started = performance.now()
-    const max = (this.sql as { options?: { max?: number } }).options?.max ?? 10
-    const connections = await Promise.all(Array.from({ length: max }, () => Reservation.open(this.sql, Infinity)))
-    let prepared = 0
+    const options = (this.sql as { options?: { max?: number; prepare?: boolean } }).options
+    // With `prepare: false` (poolers) nothing stays prepared: only open the connections (and take ids).
+    const prepares = options?.prepare !== false
+    const idStatement = ids.length > 0 ? renderNextIds(ids) : undefined
+    const connections = await Promise.all(Array.from({ length: options?.max ?? 10 }, () => Reservation.open(this.sql, Infinity)))
+    let idRows: unknown[][] | undefined
     try {
-      await Promise.all(
-        connections.map(async (conn) => {
-          // A query without parameters is never held back, so it hands over the connection.
-          await conn.sql.unsafe('select 1', [], conn.tracking as object)
-          for (const statement of statements) {
-            const query = this.run(conn.sql, statement)
-            await query
-            if (wasDescribed(query)) prepared++
+      const counts = await Promise.all(
+        connections.map(async (conn, c) => {
+          const own = c === 0 ? idStatement : undefined
+          const shapes = prepares ? statements.filter((s) => s.text !== own?.text) : []
+          const sends: (() => PendingQuery<Row[]>)[] = [
+            // A query without parameters is never held back, so it hands over the connection.
+            () => conn.sql.unsafe('select 1', [], conn.tracking as object),
+            ...shapes.map((s) => () => this.run(conn.sql, s)),
+            ...(own ? [() => this.run(conn.sql, own).values() as unknown as PendingQuery<Row[]>] : []),
+          ]
+          let prepared = 0
+          let roundTrips = 0
+          // Past max_pipeline postgres.js sends the rest one per round trip: send waves of that size.
+          for (let i = 0; i < sends.length; i += this.maxPipeline) {
+            const queries = sends.slice(i, i + this.maxPipeline).map((send) => send())
+            const settled = await Promise.allSettled(queries)
+            const failed = settled.find((r) => r.status === 'rejected')
+            if (failed) throw (failed as PromiseRejectedResult).reason
+            roundTrips += pipelineRoundTrips(queries)
+            if (prepares) prepared += queries.filter(wasDescribed).length
+            if (own && i + this.maxPipeline >= sends.length) idRows = (settled[settled.length - 1] as PromiseFulfilledResult<unknown>).value as unknown[][]
           }
+          return { prepared, roundTrips }
         }),
       )
+      return {
+        connections: connections.length,
+        prepared: counts.reduce((n, c) => n + c.prepared, 0),
+        prepares,
+        // The connections warm in parallel: the slowest one sets the wait.
+        roundTrips: Math.max(0, ...counts.map((c) => c.roundTrips)),
+        durationMs: performance.now() - started,
+        ...(idRows ? { ids: { ids: readNextIds(ids, idRows), roundTrips: 0 } } : {}),
+      }
     } finally {
       for (const conn of connections) conn.release()
     }
-    return { connections: connections.length, prepared, durationMs: performance.now() - started }
   }
 
   transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T> {
