@@ -15,6 +15,15 @@ export function wasDescribed(query: object): boolean {
   return q.prepared === false && (q.parameters?.length ?? 0) > 0
 }
 
+/**
+ * Shapes new to the connection among one pipeline's queries. Sent without a describe wait, two
+ * queries of one new shape (chunks of a big table) are both parsed, as the cache fills only on the
+ * reply: the shape counts once.
+ */
+export function newShapes(queries: readonly object[]): number {
+  return new Set(queries.filter(wasDescribed).map((q) => (q as { string?: string }).string)).size
+}
+
 /** Whether postgres.js waited for this query's describe before binding it (a new shape not sent inline). */
 export function stalled(query: object): boolean {
   return wasDescribed(query) && !sentInline(query)

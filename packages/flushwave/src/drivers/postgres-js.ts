@@ -8,7 +8,7 @@ import { readNextIds, renderNextIds, type IdRequest } from '../sql/render-ids.js
 import type { Statement, WriteStatement } from '../sql/statement.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
 import { endsSession, flushError, IN_FAILED_TRANSACTION, isServerError } from './pg-error.js'
-import { pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
+import { newShapes, pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
 import { prepareInline } from './inline-prepare.js'
 
 const TEXT_OID = 25
@@ -190,7 +190,7 @@ export class PostgresJsExecutor implements Executor {
         }
         const settled = await settling
         roundTrips += pipelineRoundTrips(queries)
-        coldStatements += queries.filter(wasDescribed).length
+        coldStatements += newShapes(queries)
         const offset = first ? 2 : 0
         const failure = timedOut ? new Error('flush timed out') : firstFailure(settled, offset, batch.statements)
         if (failure !== undefined) {
@@ -256,7 +256,7 @@ export class PostgresJsExecutor implements Executor {
       const queries = batch.statements.map((s) => (this.emit('write', s), this.run(this.sql, s)))
       const settled = await Promise.allSettled(queries)
       roundTrips += pipelineRoundTrips(queries)
-      coldStatements += queries.filter(wasDescribed).length
+      coldStatements += newShapes(queries)
       const failure = firstFailure(settled, 0, batch.statements)
       if (failure !== undefined) throw failure instanceof FlushwaveError ? failure : lost(failure, 'rolled-back', undefined)
       rowCounts[batch.wave] ??= []
