@@ -53,7 +53,7 @@ export interface WriteOutcome {
   readonly rowCounts: readonly (readonly number[])[]
   /** Network round trips waited on, counted from what the driver did (see each executor). */
   readonly roundTrips: number
-  /** Statements whose shape the connection had not prepared yet (each cost a describe round trip). */
+  /** Shapes the connection had not prepared yet (sent with their Parse; see inline-prepare.ts). */
   readonly coldStatements: number
   /**
    * Set when the connection failed after COMMIT was sent and the server, asked on another

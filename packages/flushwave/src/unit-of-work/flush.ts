@@ -23,9 +23,9 @@ export interface FlushResult {
   readonly deleted: Readonly<Record<string, number>>
   readonly statements: number
   readonly waves: number
-  /** Round trips waited on: id allocation, then each pipeline, plus one per statement postgres.js had to describe first. */
+  /** Round trips waited on: id allocation, then each pipeline (plus any describe wait postgres.js made; see cold-shapes.ts). */
   readonly roundTrips: number
-  /** Statements sent with a shape the connection had not prepared yet. */
+  /** Statement shapes new to the connection: parsed by the server in this flush, at no extra round trip. */
   readonly coldStatements: number
   readonly durationMs: number
   /** Where `durationMs` went, in ms (see FlushPhases). */
