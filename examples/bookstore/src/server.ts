@@ -73,8 +73,8 @@ export async function startBookstore(options: BookstoreOptions): Promise<Booksto
   try {
     options.configure?.(app)
     const seeded = options.seed ? await seed(orm) : undefined
-    // Without it, a flush shape new to a pooled connection costs describe round trips (Server-Timing
-    // then says "N cold"), once per shape and connection.
+    // Opens the pooled connections, prepares every shape on each and fills the id pool; without it a
+    // shape new to a connection is parsed in its first flush (Server-Timing then says "N cold").
     const warmedUp = options.warmUp ? await orm.warmUp() : undefined
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 })
     const { address, port } = app.server.address() as AddressInfo

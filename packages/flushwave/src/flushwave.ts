@@ -2,14 +2,14 @@ import type { Knex } from 'knex'
 import type { Sql } from 'postgres'
 import { KnexExecutor } from './drivers/knex.js'
 import { FlushwaveError } from './errors.js'
-import type { Executor, QueryEvent, WarmUp } from './drivers/executor.js'
-import { allShapes } from './sql/shapes.js'
+import type { Executor, QueryEvent } from './drivers/executor.js'
 import { PostgresJsExecutor } from './drivers/postgres-js.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
 import { EntityManager } from './unit-of-work/entity-manager.js'
 import type { Hooks } from './unit-of-work/hooks.js'
 import { IdPool } from './unit-of-work/id-pool.js'
 import { runUnitOfWork, type RetryPolicy, type UnitOfWorkResult } from './unit-of-work/retry.js'
+import { warmUp, type WarmUpResult } from './unit-of-work/warm-up.js'
 
 export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly schema: Schema<D>
@@ -57,11 +57,12 @@ export class Flushwave<D extends SchemaDefs> {
   }
 
   /**
-   * Prepares every statement shape of the schema on every connection of the pool: call it at
-   * start-up so that no flush pays postgres.js's describe round trips (see `FlushResult.coldStatements`).
+   * Prepares every statement shape of the schema on every connection of the pool, and fills the id
+   * pool for every table with sequence ids: call it at start-up so that first flushes wait on
+   * neither (see `FlushResult.coldStatements` and `plan.preparation`).
    */
-  warmUp(): Promise<WarmUp> {
-    return this.executor.warmUp(allShapes(this.schema))
+  warmUp(): Promise<WarmUpResult> {
+    return warmUp(this.schema, this.executor, this.ids)
   }
 
   /**

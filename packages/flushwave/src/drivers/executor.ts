@@ -17,15 +17,29 @@ export interface Executor {
    * rolled back when it throws. That executor's `write` sends no BEGIN or COMMIT of its own.
    */
   transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T>
-  /** Runs each statement once on every connection of the pool, so that none of them is cold later. */
-  warmUp(statements: readonly Statement[]): Promise<WarmUp>
+  /**
+   * Runs each statement once on every connection of the pool, so that none of them is cold later.
+   * An executor that can also fetch `ids` in the same wave answers them in `ids`; otherwise the
+   * caller fetches them with `nextIds`.
+   */
+  warmUp(statements: readonly Statement[], ids?: readonly IdRequest[]): Promise<WarmUp>
 }
 
+/** What an executor's warm-up did. */
 export interface WarmUp {
   readonly connections: number
   /** Statements that were new to a connection, summed over connections. */
   readonly prepared: number
   readonly durationMs: number
+  /**
+   * False when the driver keeps no prepared statements (postgres.js with `prepare: false`, for
+   * transaction-mode poolers; knex): nothing could be prepared ahead. Missing means unknown.
+   */
+  readonly prepares?: boolean
+  /** Round trips waited on, counted by the executor (connections warmed in parallel count once). */
+  readonly roundTrips?: number
+  /** The blocks for `ids`, when the executor fetched them in the warm-up wave. */
+  readonly ids?: IdBlocks
 }
 
 export interface IdBlocks {
@@ -39,7 +53,7 @@ export interface WriteOutcome {
   readonly rowCounts: readonly (readonly number[])[]
   /** Network round trips waited on, counted from what the driver did (see each executor). */
   readonly roundTrips: number
-  /** Statements whose shape the connection had not prepared yet (each cost a describe round trip). */
+  /** Shapes the connection had not prepared yet (sent with their Parse; see inline-prepare.ts). */
   readonly coldStatements: number
   /**
    * Set when the connection failed after COMMIT was sent and the server, asked on another

@@ -83,7 +83,7 @@ export class KnexExecutor implements Executor {
 
   /** node-postgres sends Parse, Bind and Execute together: a new shape costs no extra round trip. */
   async warmUp(): Promise<WarmUp> {
-    return { connections: 0, prepared: 0, durationMs: 0 }
+    return { connections: 0, prepared: 0, prepares: false, roundTrips: 0, durationMs: 0 }
   }
 
   /** knex binds `?`; Flushwave's statements number their parameters `$1…$n` in order. */

@@ -8,7 +8,8 @@ import { readNextIds, renderNextIds, type IdRequest } from '../sql/render-ids.js
 import type { Statement, WriteStatement } from '../sql/statement.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
 import { endsSession, flushError, IN_FAILED_TRANSACTION, isServerError } from './pg-error.js'
-import { pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
+import { newShapes, pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
+import { prepareInline } from './inline-prepare.js'
 
 const TEXT_OID = 25
 
@@ -64,31 +65,57 @@ export class PostgresJsExecutor implements Executor {
   }
 
   /**
-   * Reserves every connection of the pool at once (opening them) and runs the statements on each,
-   * one by one: a new shape costs its describe round trip here, at start-up, not in a flush.
+   * Reserves every connection of the pool at once (opening them) and sends every shape on each as
+   * one pipeline, new shapes without a describe wait (inline-prepare.ts): about one round trip per
+   * connection, all connections at once. `ids` rides along on the first connection's pipeline.
    */
-  async warmUp(statements: readonly Statement[]): Promise<WarmUp> {
+  async warmUp(statements: readonly Statement[], ids: readonly IdRequest[] = []): Promise<WarmUp> {
     if (this.options.inTransaction) throw new FlushwaveError('warm up outside of transactions')
     const started = performance.now()
-    const max = (this.sql as { options?: { max?: number } }).options?.max ?? 10
-    const connections = await Promise.all(Array.from({ length: max }, () => Reservation.open(this.sql, Infinity)))
-    let prepared = 0
+    const options = (this.sql as { options?: { max?: number; prepare?: boolean } }).options
+    // With `prepare: false` (poolers) nothing stays prepared: only open the connections (and take ids).
+    const prepares = options?.prepare !== false
+    const idStatement = ids.length > 0 ? renderNextIds(ids) : undefined
+    const connections = await Promise.all(Array.from({ length: options?.max ?? 10 }, () => Reservation.open(this.sql, Infinity)))
+    let idRows: unknown[][] | undefined
     try {
-      await Promise.all(
-        connections.map(async (conn) => {
-          // A query without parameters is never held back, so it hands over the connection.
-          await conn.sql.unsafe('select 1', [], conn.tracking as object)
-          for (const statement of statements) {
-            const query = this.run(conn.sql, statement)
-            await query
-            if (wasDescribed(query)) prepared++
+      const counts = await Promise.all(
+        connections.map(async (conn, c) => {
+          const own = c === 0 ? idStatement : undefined
+          const shapes = prepares ? statements.filter((s) => s.text !== own?.text) : []
+          const sends: (() => PendingQuery<Row[]>)[] = [
+            // A query without parameters is never held back, so it hands over the connection.
+            () => conn.sql.unsafe('select 1', [], conn.tracking as object),
+            ...shapes.map((s) => () => this.run(conn.sql, s)),
+            ...(own ? [() => this.run(conn.sql, own).values() as unknown as PendingQuery<Row[]>] : []),
+          ]
+          let prepared = 0
+          let roundTrips = 0
+          // Past max_pipeline postgres.js sends the rest one per round trip: send waves of that size.
+          for (let i = 0; i < sends.length; i += this.maxPipeline) {
+            const queries = sends.slice(i, i + this.maxPipeline).map((send) => send())
+            const settled = await Promise.allSettled(queries)
+            const failed = settled.find((r) => r.status === 'rejected')
+            if (failed) throw (failed as PromiseRejectedResult).reason
+            roundTrips += pipelineRoundTrips(queries)
+            if (prepares) prepared += queries.filter(wasDescribed).length
+            if (own && i + this.maxPipeline >= sends.length) idRows = (settled[settled.length - 1] as PromiseFulfilledResult<unknown>).value as unknown[][]
           }
+          return { prepared, roundTrips }
         }),
       )
+      return {
+        connections: connections.length,
+        prepared: counts.reduce((n, c) => n + c.prepared, 0),
+        prepares,
+        // The connections warm in parallel: the slowest one sets the wait.
+        roundTrips: Math.max(0, ...counts.map((c) => c.roundTrips)),
+        durationMs: performance.now() - started,
+        ...(idRows ? { ids: { ids: readNextIds(ids, idRows), roundTrips: 0 } } : {}),
+      }
     } finally {
       for (const conn of connections) conn.release()
     }
-    return { connections: connections.length, prepared, durationMs: performance.now() - started }
   }
 
   transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T> {
@@ -163,7 +190,7 @@ export class PostgresJsExecutor implements Executor {
         }
         const settled = await settling
         roundTrips += pipelineRoundTrips(queries)
-        coldStatements += queries.filter(wasDescribed).length
+        coldStatements += newShapes(queries)
         const offset = first ? 2 : 0
         const failure = timedOut ? new Error('flush timed out') : firstFailure(settled, offset, batch.statements)
         if (failure !== undefined) {
@@ -229,7 +256,7 @@ export class PostgresJsExecutor implements Executor {
       const queries = batch.statements.map((s) => (this.emit('write', s), this.run(this.sql, s)))
       const settled = await Promise.allSettled(queries)
       roundTrips += pipelineRoundTrips(queries)
-      coldStatements += queries.filter(wasDescribed).length
+      coldStatements += newShapes(queries)
       const failure = firstFailure(settled, 0, batch.statements)
       if (failure !== undefined) throw failure instanceof FlushwaveError ? failure : lost(failure, 'rolled-back', undefined)
       rowCounts[batch.wave] ??= []
@@ -262,7 +289,8 @@ export class PostgresJsExecutor implements Executor {
   private run(sql: Sql | ReservedSql, statement: Statement): PendingQuery<Row[]> {
     const params = statement.params.map((p) => sql.typed(p as never, TEXT_OID))
     // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
-    return sql.unsafe(statement.text, params as never[], { prepare: true })
+    // Every parameter is typed here, so a new shape needs no describe wait (inline-prepare.ts).
+    return prepareInline(sql.unsafe(statement.text, params as never[], { prepare: true }))
   }
 
   private emit(phase: QueryEvent['phase'], statement: Statement): void {

@@ -23,9 +23,9 @@ export interface FlushResult {
   readonly deleted: Readonly<Record<string, number>>
   readonly statements: number
   readonly waves: number
-  /** Round trips waited on: id allocation, then each pipeline, plus one per statement postgres.js had to describe first. */
+  /** Round trips waited on: id allocation, then each pipeline (plus any describe wait postgres.js made; see cold-shapes.ts). */
   readonly roundTrips: number
-  /** Statements sent with a shape the connection had not prepared yet. */
+  /** Statement shapes new to the connection: parsed by the server in this flush, at no extra round trip. */
   readonly coldStatements: number
   readonly durationMs: number
   /** Where `durationMs` went, in ms (see FlushPhases). */
@@ -85,6 +85,9 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   } catch (error) {
     // Ids of a rolled-back transaction were never committed by anyone: safe to use again.
     if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) giveBack(ctx, assigned)
+    // It may have committed: a retry must insert with the same ids, so that it fails as a duplicate
+    // instead of writing the rows a second time.
+    else if (error instanceof ConnectionLostError) keepIds(assigned)
     for (const entity of ctx.candidates) entity[STATE].touched = true
     throw error
   } finally {
@@ -126,6 +129,14 @@ function giveBack(ctx: FlushContext, assigned: ReadonlyMap<HasState, string>): v
     else byMeta.set(meta, [id])
   }
   for (const [meta, ids] of byMeta) ctx.ids.give(meta, ids)
+}
+
+/** Pins the ids a flush of unknown outcome sent on its new entities (they stay new). */
+function keepIds(assigned: ReadonlyMap<HasState, string>): void {
+  for (const [entity, id] of assigned) {
+    const state = entity[STATE]
+    state.id ??= state.meta.id.type.fromDb(id)
+  }
 }
 
 /**

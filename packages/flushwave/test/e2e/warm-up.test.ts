@@ -14,9 +14,11 @@ describe('warmUp', () => {
     const shapes = allShapes(bookstore)
     expect(shapes.map((s) => s.text.split(' ').slice(0, 3).join(' '))).toContain('insert into "book_tag"')
     const warm = await db.orm.warmUp()
-    expect(warm.connections).toBe(2)
-    expect(warm.prepared).toBe(2 * shapes.length)
-    expect(await db.orm.warmUp()).toMatchObject({ connections: 2, prepared: 0 })
+    expect(warm).toMatchObject({ connections: 2, prepared: 2 * shapes.length, prepares: true, roundTrips: 1 })
+    // A spare block for every sequence-id table, fetched on the same wave.
+    expect(warm.idsFetched).toEqual({ author: 257, book: 257, review: 257, tag: 257 })
+    // Again: nothing new to prepare, and the id pool is still full.
+    expect(await db.orm.warmUp()).toMatchObject({ connections: 2, prepared: 0, roundTrips: 1, idsFetched: {} })
     // Nothing was written.
     expect(await db.sql`select (select count(*) from author)::int + (select count(*) from book_tag)::int as n`).toEqual([{ n: 0 }])
 
@@ -33,8 +35,28 @@ describe('warmUp', () => {
       return [created, updated]
     })
     for (const [created, updated] of await Promise.all(flushes)) {
-      expect(created).toMatchObject({ coldStatements: 0 })
+      // No id allocation either: the ids come from the block warmUp fetched.
+      expect(created).toMatchObject({ coldStatements: 0, roundTrips: 1 })
+      expect(created!.plan.preparation).toEqual([])
       expect(updated).toMatchObject({ coldStatements: 0, roundTrips: 1 })
+    }
+  })
+
+  it('with prepare: false (poolers) says it prepared nothing, and still opens the connections and fills the id pool', async () => {
+    const unprepared = await testDatabase(bookstore, { name: 'warm_unprepared', max: 2, prepare: false })
+    try {
+      const orm = unprepared.orm
+      const warm = await orm.warmUp()
+      expect(warm).toMatchObject({ connections: 2, prepares: false, prepared: 0, roundTrips: 1 })
+      expect(warm.idsFetched).toEqual({ author: 257, book: 257, review: 257, tag: 257 })
+      // Unnamed statements, each parsed again, but none waits on a describe: still one round trip.
+      const em = orm.em()
+      em.create('Review', { stars: 1, book: em.create('Book', { title: 'unprepared', author: em.create('Author', { name: 'unprepared' }) }) })
+      const result = await em.flush()
+      expect(result).toMatchObject({ statements: 3, roundTrips: 1 })
+      expect(result.plan.preparation).toEqual([])
+    } finally {
+      await unprepared.close()
     }
   })
 })

@@ -17,11 +17,11 @@ export interface TestDatabase<D extends SchemaDefs> {
 /** A fresh PostgreSQL schema with the tables of `schema`, and a Flushwave on one connection. */
 export async function testDatabase<D extends SchemaDefs>(
   schema: Schema<D>,
-  options: { url?: string; max?: number; name?: string } = {},
+  options: { url?: string; max?: number; name?: string; prepare?: boolean } = {},
 ): Promise<TestDatabase<D>> {
   const url = options.url ?? inject('databaseUrl')
   const ns = await createTestSchema(inject('databaseUrl'), options.name ?? 'fw')
-  const sql = postgres(url, { ...tcpNoDelay, max: options.max ?? 1, onnotice: () => {}, ...searchPathOptions(ns.name) })
+  const sql = postgres(url, { ...tcpNoDelay, max: options.max ?? 1, ...(options.prepare === undefined ? {} : { prepare: options.prepare }), onnotice: () => {}, ...searchPathOptions(ns.name) })
   for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
   const queries: QueryEvent[] = []
   const orm = flushwave({ schema, sql, onQuery: (e) => queries.push(e) })
