@@ -43,7 +43,8 @@ export async function warmUp(schema: Schema, executor: Executor, ids: IdPool): P
   }
   const idsFetched: Record<string, number> = {}
   if (sequenced.length > 0) {
-    const taken = await ids.take(new Map(sequenced.map((meta) => [meta, 1])), fetch)
+    // Private: this fetch warms connections on the way, so the pool must never reuse it for its refills.
+    const taken = await ids.take(new Map(sequenced.map((meta) => [meta, 1])), fetch, { private: true })
     for (const [meta, list] of taken.ids) ids.give(meta, list)
     for (const f of taken.fetched) for (const [table, count] of f.counts) idsFetched[table] = (idsFetched[table] ?? 0) + count
   }
