@@ -62,7 +62,7 @@ const json = "-H 'content-type: application/json'"
 const where = db.external ? 'PostgreSQL from DATABASE_URL' : `embedded PostgreSQL on 127.0.0.1:${db.port}`
 const via =
   (proxy ? `, the app's pool through toxiproxy (${latencyMs} ms per reply)` : '') +
-  (process.env.EXECUTOR === 'knex' ? '; EXECUTOR=knex: flushes statement by statement' : '')
+  (process.env.EXECUTOR === 'knex' ? '; EXECUTOR=knex: flushes pipelined on a knex connection' : '')
 const created = Object.entries(seeded?.created ?? {}).map(([table, n]) => `${table} ${n}`).join(', ')
 
 console.log(`

@@ -31,7 +31,7 @@ export interface BookstoreOptions {
   warmUp?: boolean
   /**
    * How flushes reach the database: `postgres` (postgres.js, one pipeline per flush, the default) or
-   * `knex` (the knex executor: statement by statement in a knex transaction, for comparison).
+   * `knex` (flushes pipelined on a connection of a knex pool, as an application on knex would run).
    */
   executor?: 'postgres' | 'knex'
   /** Called with the app before it listens (tests add routes here). */

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex'
 import type { Sql } from 'postgres'
-import { KnexExecutor } from './drivers/knex.js'
+import { NodePostgresExecutor } from './drivers/node-postgres.js'
+import type { PgPool } from './drivers/pg-client.js'
+import { knexSource, poolSource } from './drivers/pg-source.js'
 import { FlushwaveError } from './errors.js'
 import type { Executor, QueryEvent } from './drivers/executor.js'
 import { PostgresJsExecutor } from './drivers/postgres-js.js'
@@ -13,10 +15,16 @@ import { warmUp, type WarmUpResult } from './unit-of-work/warm-up.js'
 
 export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly schema: Schema<D>
-  /** Your postgres.js instance; Flushwave opens no pool of its own. One of `sql`, `knex`, `executor`. */
+  /** Your postgres.js instance; Flushwave opens no pool of its own. One of `sql`, `pg`, `knex`, `executor`. */
   readonly sql?: Sql
-  /** Your knex instance (pg client), for applications on knex: statements go one by one, in a knex transaction. */
-  readonly knex?: Knex
+  /**
+   * Your node-postgres `pg.Pool` (pg 8.23 or later). Each flush checks out one client and pipelines
+   * it, switching its pipeline mode on for the flush: one round trip cold or warm, and through
+   * transaction-mode poolers (PgBouncer, RDS Proxy, Supavisor) too.
+   */
+  readonly pg?: PgPool
+  /** Your knex instance (`client: 'pg'`): flushes pipeline on a connection of its pool, inside your knex transaction when you pass one. */
+  readonly knex?: Knex | Knex.Transaction
   /** Any other executor. */
   readonly executor?: Executor
   /** Called with every statement and its parameters, for debugging. */
@@ -28,7 +36,7 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
   /**
    * Longest a flush may take, from taking a connection to COMMIT (default 30,000 ms). Past it the
    * connection is cut and the server asked what became of the transaction: the flush then fails
-   * with FlushTimeoutError (or succeeds, when it had committed). With knex, each statement gets what is left and is cancelled past it.
+   * with FlushTimeoutError (or succeeds, when it had committed).
    */
   readonly flushTimeoutMs?: number
   /** Lifecycle hooks and validation: `{ entities: { Author: { beforeCreate, validate, … } }, beforeFlush, afterCommit }`. */
@@ -50,9 +58,13 @@ export class Flushwave<D extends SchemaDefs> {
     const timeoutMs = options.flushTimeoutMs
     if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new FlushwaveError(`flushTimeoutMs must be a positive number of milliseconds, not ${timeoutMs}`)
     const settings = { ...(options.onQuery ? { onQuery: options.onQuery } : {}), ...(timeoutMs === undefined ? {} : { timeoutMs }) }
-    const given = [options.sql, options.knex, options.executor].filter((x) => x !== undefined).length
-    if (given !== 1) throw new FlushwaveError('flushwave() takes exactly one of `sql` (postgres.js), `knex` or `executor`')
-    this.executor = options.executor ?? (options.sql ? new PostgresJsExecutor(options.sql, settings) : new KnexExecutor(options.knex!, settings))
+    const given = [options.sql, options.pg, options.knex, options.executor].filter((x) => x !== undefined).length
+    if (given !== 1) throw new FlushwaveError('flushwave() takes exactly one of `sql` (postgres.js), `pg` (a pg.Pool), `knex` or `executor`')
+    this.executor =
+      options.executor ??
+      (options.sql
+        ? new PostgresJsExecutor(options.sql, settings)
+        : new NodePostgresExecutor(options.pg ? poolSource(options.pg) : knexSource(options.knex!), settings))
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
   }
 

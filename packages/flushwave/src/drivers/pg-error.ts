@@ -88,3 +88,15 @@ export function flushError(error: ServerError, op: Op | undefined, cause: unknow
   const ErrorClass = classes[error.code] ?? FlushError
   return new ErrorClass(message, failure, { cause })
 }
+
+/** A node-postgres server error in postgres.js's shape (node-postgres names the fields `table` and `constraint`). */
+export function fromNodePostgres(error: ServerError): ServerError {
+  const e = error as ServerError & { table?: string; constraint?: string }
+  return {
+    code: e.code,
+    message: e.message,
+    ...(e.detail === undefined ? {} : { detail: e.detail }),
+    ...(e.table === undefined ? {} : { table_name: e.table }),
+    ...(e.constraint === undefined ? {} : { constraint_name: e.constraint }),
+  }
+}

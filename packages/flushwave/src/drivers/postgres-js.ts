@@ -7,7 +7,8 @@ import { renderEvidence } from '../sql/render-evidence.js'
 import { readNextIds, renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
-import { endsSession, flushError, IN_FAILED_TRANSACTION, isServerError } from './pg-error.js'
+import { endsSession, flushError, isServerError } from './pg-error.js'
+import { firstFailure, lost, unknownFailure } from './failures.js'
 import { newShapes, pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
 import { prepareInline } from './inline-prepare.js'
 
@@ -298,33 +299,6 @@ export class PostgresJsExecutor implements Executor {
   }
 }
 
-const unknownFailure = { code: undefined, table: 'unknown', entity: undefined, constraint: undefined, detail: undefined }
-
-/**
- * The first real error of a pipeline, never the 25P02 echoes that follow it. A connection-level
- * failure (socket closed, FATAL from the server, a query that never settled) comes back as is:
- * the caller finds out what became of the transaction.
- */
-function firstFailure(
-  settled: readonly (PromiseSettledResult<unknown> | undefined)[],
-  offset: number,
-  statements: readonly WriteStatement[],
-): unknown {
-  let echo: unknown
-  for (const [i, result] of settled.entries()) {
-    if (result === undefined) return new Error('the connection closed before every query of the flush was answered')
-    if (result.status === 'fulfilled') continue
-    const error: unknown = result.reason
-    if (!isServerError(error) || endsSession(error)) return error
-    if (error.code === IN_FAILED_TRANSACTION) {
-      echo ??= error
-      continue
-    }
-    return flushError(error, statements[i - offset]?.op)
-  }
-  return echo === undefined ? undefined : flushError(echo as never, undefined)
-}
-
 /**
  * Every query's result, or, once the connection is gone, what had settled by then (undefined for
  * the rest). postgres.js rejects the queries it sent when a connection closes, but not those it
@@ -343,15 +317,4 @@ async function settle(queries: readonly PendingQuery<Row[]>[], gone: Promise<voi
   // After the close, give the rejections postgres.js is delivering a turn of the event loop to land.
   await Promise.race([all, gone.then(() => new Promise((resolve) => setImmediate(resolve)))])
   return results
-}
-
-function lost(error: unknown, outcome: 'rolled-back' | 'unknown', transactionId: string | undefined, timedOutAfter: number | false = false): ConnectionLostError {
-  const what =
-    outcome === 'rolled-back'
-      ? 'nothing was committed'
-      : 'the outcome is unknown: no answer to this flush arrived and the server could not say whether it committed ' +
-        '(a retry cannot write it twice: its inserts would fail as duplicates, its versioned updates as stale)'
-  const options = { cause: error, transactionId }
-  if (timedOutAfter !== false) return new FlushTimeoutError(`flush timed out after ${timedOutAfter} ms; ${what}`, outcome, options)
-  return new ConnectionLostError(`connection lost during flush; ${what} (${(error as Error)?.message ?? String(error)})`, outcome, options)
 }

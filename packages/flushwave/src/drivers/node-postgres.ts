@@ -1,0 +1,164 @@
+import { FlushError, FlushTimeoutError, FlushwaveError } from '../errors.js'
+import { renderEvidence } from '../sql/render-evidence.js'
+import { readNextIds, renderNextIds, type IdRequest } from '../sql/render-ids.js'
+import type { Statement, WriteStatement } from '../sql/statement.js'
+import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
+import { firstFailure, lost, unknownFailure } from './failures.js'
+import { CAPTURE_TRANSACTION, OUTCOME_BUDGET_MS, resolveOutcome } from './outcome.js'
+import { destroyConnection, pgQuery, pipelined, type PgClient, type PgResult } from './pg-client.js'
+import { endsSession, flushError, fromNodePostgres, isServerError } from './pg-error.js'
+import type { PgSource } from './pg-source.js'
+import { DEFAULT_FLUSH_TIMEOUT_MS, until, withDeadline } from './timeout.js'
+
+export interface NodePostgresOptions {
+  readonly onQuery?: (event: QueryEvent) => void
+  /** Longest a flush may take, from checking out a connection to COMMIT (default 30 s). */
+  readonly timeoutMs?: number
+}
+
+/**
+ * Executes on node-postgres (pg ≥ 8.23), from a pg.Pool or from knex's pool. A write checks out one
+ * connection and, in pipeline mode, sends BEGIN, the transaction id, every statement and COMMIT
+ * before awaiting anything. node-postgres sends each query as Parse/Bind/Describe/Execute/Sync with
+ * the unnamed statement: a new statement shape costs no describe round trip, and nothing is left on
+ * the server for a transaction-mode pooler to lose. So every flush is one round trip, cold or warm,
+ * direct or through PgBouncer. After a failure the server answers the later statements with 25P02
+ * and the COMMIT with ROLLBACK: atomic without a wait.
+ */
+export class NodePostgresExecutor implements Executor {
+  private readonly timeoutMs: number
+
+  constructor(
+    private readonly source: PgSource,
+    private readonly options: NodePostgresOptions = {},
+  ) {
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
+  }
+
+  async read(statement: Statement): Promise<unknown[][]> {
+    this.emit('read', statement)
+    return (await this.source.query(pgQuery(statement, 'array'))).rows as unknown[][]
+  }
+
+  async nextIds(requests: readonly IdRequest[]): Promise<IdBlocks> {
+    const statement = renderNextIds(requests)
+    this.emit('allocate', statement)
+    const result = await withDeadline(
+      this.source.query(pgQuery(statement, 'array')),
+      performance.now() + this.timeoutMs,
+      () => new FlushTimeoutError(`flush timed out after ${this.timeoutMs} ms allocating ids; nothing was written`, 'rolled-back'),
+    ).catch((error: unknown) => {
+      // Taking ids writes nothing a flush could lose: whatever failed here, nothing was committed.
+      throw error instanceof FlushwaveError || (isServerError(error) && !endsSession(error)) ? error : lost(error, 'rolled-back', undefined)
+    })
+    return { ids: readNextIds(requests, result.rows as unknown[][]), roundTrips: 1 }
+  }
+
+  /** Nothing to prepare: unnamed statements are parsed with every flush, in the same round trip. */
+  async warmUp(): Promise<WarmUp> {
+    return { connections: 0, prepared: 0, durationMs: 0, prepares: false, roundTrips: 0 }
+  }
+
+  transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T> {
+    if (this.source.inTransaction) throw new FlushwaveError('transactions do not nest: already inside em.transaction()')
+    return this.source.transaction((source) => fn(new NodePostgresExecutor(source, this.options))).catch((error: unknown) => {
+      // A failure at COMMIT (a serialization conflict, a deferred constraint) is the server's too.
+      throw isServerError(error) && !endsSession(error) ? flushError(fromNodePostgres(error), undefined, error) : error
+    })
+  }
+
+  /**
+   * BEGIN, the transaction id, the statements and COMMIT in one pipeline. If the connection fails
+   * or the flush runs past its deadline, the connection is cut and the server is asked on a fresh
+   * one what became of the transaction (see outcome.ts).
+   */
+  async write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome> {
+    if (this.source.inTransaction) return this.writeInTransaction(waves)
+    const deadline = performance.now() + this.timeoutMs
+    const client = await withDeadline(
+      this.source.acquire(),
+      deadline,
+      () => new FlushTimeoutError(`flush timed out after ${this.timeoutMs} ms waiting for a free connection; nothing was sent`, 'rolled-back'),
+    ).catch((error: unknown) => {
+      throw error instanceof FlushwaveError ? error : lost(error, 'rolled-back', undefined)
+    })
+    const statements = waves.flat()
+    const flight: { xid?: string; pid?: number } = client.processID ? { pid: client.processID } : {}
+    const unguard = guardErrors(client)
+    let timedOut = false
+    let broken = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      destroyConnection(client) // every query of the pipeline fails at once
+    }, until(deadline))
+    try {
+      const settled = await pipelined(client, () => {
+        // In pipeline mode each query goes out as it is made: make them in order.
+        const begin = client.query({ text: 'begin' })
+        const capture = client.query({ text: CAPTURE_TRANSACTION })
+        const queries = [begin, capture, ...statements.map((s) => this.send(client, s)), client.query({ text: 'commit' })]
+        capture.then(({ rows }) => Object.assign(flight, rows[0] as { xid: string; pid: number }), () => undefined)
+        return Promise.allSettled(queries)
+      })
+      const failure = timedOut ? new Error('flush timed out') : firstFailure(settled, 2, statements, fromNodePostgres)
+      if (failure !== undefined) throw failure
+      const tag = (settled.at(-1) as PromiseFulfilledResult<PgResult>).value.command
+      if (tag !== 'COMMIT') throw new FlushError(`COMMIT answered ${tag}; nothing was committed`, unknownFailure)
+      return { rowCounts: rowCounts(waves, settled.slice(2, -1)), roundTrips: 1, coldStatements: 0 }
+    } catch (error) {
+      // A server error: the pipelined COMMIT came back as ROLLBACK, the transaction is over.
+      if (error instanceof FlushwaveError) throw error
+      // The connection failed or ran out of time: cut it, then ask the server on another one.
+      clearTimeout(timer)
+      broken = true
+      destroyConnection(client)
+      const outcome = await resolveOutcome(this.source.openProbe, { xid: flight.xid, pid: flight.pid }, performance.now() + OUTCOME_BUDGET_MS, renderEvidence(waves))
+      if (outcome === 'committed') return { rowCounts: [], roundTrips: 1, coldStatements: 0, recovered: { transactionId: flight.xid, cause: error } }
+      throw lost(error, outcome, flight.xid, timedOut && this.timeoutMs)
+    } finally {
+      clearTimeout(timer)
+      // A cut connection may still report its end: keep listening, it is going away anyway.
+      if (!broken) unguard()
+      this.source.release(client, broken)
+    }
+  }
+
+  /**
+   * Inside a transaction: the same pipeline without BEGIN and COMMIT. A failure aborts the
+   * transaction (PostgreSQL answers later statements with 25P02); `transaction()` then rolls back.
+   */
+  private async writeInTransaction(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome> {
+    const client = await this.source.acquire()
+    const statements = waves.flat()
+    const settled = await pipelined(client, () => Promise.allSettled(statements.map((s) => this.send(client, s))))
+    const failure = firstFailure(settled, 0, statements, fromNodePostgres)
+    if (failure !== undefined) throw failure instanceof FlushwaveError ? failure : lost(failure, 'rolled-back', undefined)
+    return { rowCounts: rowCounts(waves, settled), roundTrips: 1, coldStatements: 0 }
+  }
+
+  private send(client: PgClient, statement: WriteStatement): Promise<PgResult> {
+    this.emit('write', statement)
+    return client.query(pgQuery(statement))
+  }
+
+  private emit(phase: QueryEvent['phase'], statement: Statement): void {
+    this.options.onQuery?.({ phase, text: statement.text, params: statement.params })
+  }
+}
+
+/** Rows affected per statement, wave by wave, from the settled answers of the statements in order. */
+function rowCounts(waves: readonly (readonly WriteStatement[])[], settled: readonly PromiseSettledResult<PgResult>[]): number[][] {
+  let i = 0
+  return waves.map((wave) => wave.map(() => (settled[i++] as PromiseFulfilledResult<PgResult>).value.rowCount ?? 0))
+}
+
+/**
+ * node-postgres emits 'error' on a client whose socket ends while it is checked out; with no
+ * listener that would crash the process. Listen for the duration of the flush.
+ */
+function guardErrors(client: PgClient): () => void {
+  const emitter = client as unknown as { on?(event: 'error', fn: () => void): void; off?(event: 'error', fn: () => void): void }
+  const ignore = () => undefined
+  emitter.on?.('error', ignore)
+  return () => emitter.off?.('error', ignore)
+}

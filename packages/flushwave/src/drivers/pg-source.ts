@@ -1,0 +1,118 @@
+import type { Knex } from 'knex'
+import type { OpenProbe } from './outcome.js'
+import type { PgClient, PgPool, PgPoolClient, PgResult, PgStandaloneClient } from './pg-client.js'
+
+type QueryConfig = { text: string; values?: unknown[]; rowMode?: 'array' }
+
+/**
+ * Where the node-postgres executor gets its connections: the application's `pg.Pool`, a client held
+ * by `em.transaction()`, or knex's pool (its `pg` dialect hands out node-postgres clients). The
+ * executor is the same for all three; only checking out, giving back and probing differ.
+ */
+export interface PgSource {
+  /** Inside a transaction the executor does not own: flushes send no BEGIN or COMMIT. */
+  readonly inTransaction: boolean
+  /** One statement on some connection (reads, id allocation). */
+  query(config: QueryConfig): Promise<PgResult>
+  acquire(): Promise<PgClient>
+  /** Gives the connection back; a broken one (cut, or failed mid-flush) is destroyed, never reused. */
+  release(client: PgClient, broken: boolean): void
+  /** A connection of its own, outside any pool, to ask about a flush whose connection failed. */
+  readonly openProbe: OpenProbe
+  /** Runs `fn` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (source: PgSource) => Promise<T>): Promise<T>
+}
+
+/** The application's pg.Pool. */
+export function poolSource(pool: PgPool): PgSource {
+  // pg.Pool keeps its Client class and its configuration: a probe connects as the pool does.
+  const openProbe = probeWith(async () => new (pool.Client ?? (await loadPg()).Client)(pool.options))
+  return {
+    inTransaction: false,
+    query: (config) => pool.query(config),
+    acquire: () => pool.connect(),
+    release: (client, broken) => (client as PgPoolClient).release(broken ? new Error('flushwave: connection cut during a flush') : undefined),
+    openProbe,
+    transaction: async (fn) => {
+      const client = await pool.connect()
+      let broken = false
+      try {
+        await client.query({ text: 'begin' })
+        const value = await fn(clientSource(client, openProbe))
+        await client.query({ text: 'commit' })
+        return value
+      } catch (error) {
+        await client.query({ text: 'rollback' }).catch(() => (broken = true))
+        throw error
+      } finally {
+        client.release(broken ? new Error('flushwave: rollback failed') : undefined)
+      }
+    },
+  }
+}
+
+/** A client already inside a transaction (em.transaction() on a pg.Pool). */
+function clientSource(client: PgClient, openProbe: OpenProbe): PgSource {
+  return {
+    inTransaction: true,
+    query: (config) => client.query(config),
+    acquire: async () => client,
+    release: () => undefined,
+    openProbe,
+    transaction: () => Promise.reject(new Error('transactions do not nest')),
+  }
+}
+
+/** The knex instance (or transaction) of an application on knex with the `pg` client. */
+export function knexSource(knex: Knex | Knex.Transaction): PgSource {
+  // In a knex transaction, its client hands out the transaction's connection and ignores releases.
+  const client = knex.client as Knex.Client
+  const acquire = async () => (await client.acquireConnection()) as PgClient
+  const release = (connection: PgClient) => void client.releaseConnection(connection)
+  return {
+    inTransaction: (knex as Knex.Transaction).isTransaction === true,
+    query: async (config) => {
+      const connection = await acquire()
+      try {
+        return await connection.query(config)
+      } finally {
+        release(connection)
+      }
+    },
+    acquire,
+    // knex marks a connection whose socket ended (`__knex__disposed`) and its pool destroys it on release.
+    release: (connection) => release(connection),
+    // acquireRawConnection opens a connection with the instance's settings (search path included), outside its pool.
+    // (knex listens for its errors itself.)
+    openProbe: probeWith(async () => {
+      const raw = (await client.acquireRawConnection()) as PgClient
+      return { query: (config) => raw.query(config), connect: async () => undefined, end: () => client.destroyRawConnection(raw) }
+    }, false),
+    transaction: (fn) => (knex as Knex).transaction((trx) => fn(knexSource(trx))),
+  }
+}
+
+/** A probe on a fresh connection made by `make`; `connect` says whether it still has to connect. */
+function probeWith(make: () => Promise<PgStandaloneClient>, connect = true): OpenProbe {
+  return () => {
+    const opened = make().then(async (client) => {
+      // A probe may be cut off mid-answer: an 'error' with no listener would crash the process.
+      ;(client as unknown as { on?: (event: string, fn: () => void) => void }).on?.('error', () => undefined)
+      if (connect) await client.connect()
+      return client
+    })
+    return {
+      probe: async (text, params) => (await (await opened).query({ text, values: [...params], rowMode: 'array' })).rows as unknown[][],
+      close: async () => {
+        const client = await opened.catch(() => undefined)
+        await client?.end()
+      },
+    }
+  }
+}
+
+/** node-postgres itself, loaded only when a pool does not say which Client class it uses. */
+async function loadPg(): Promise<{ Client: new (config: object) => PgStandaloneClient }> {
+  const name = 'pg' // a variable: the package compiles without pg's types installed
+  return ((await import(name)) as { default: { Client: new (config: object) => PgStandaloneClient } }).default
+}
