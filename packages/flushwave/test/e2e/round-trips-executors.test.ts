@@ -1,0 +1,112 @@
+import { createTestSchema, proxyDatabase, startDatabase, startToxiproxy, type Database, type LatencyProxy, type ToxiproxyServer } from 'devdb'
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { createTablesSql, type FlushResult } from '../../src/index.js'
+import { bookstoreUuid } from '../support/bookstore-uuid.js'
+import { EXECUTORS, openExecutor, type ExecutorName } from '../support/executors.js'
+
+/**
+ * Round trips per flush, per executor, counted by the executor and checked against the clock
+ * through a 150 ms toxiproxy latency: a fresh connection that has run only `select 1`, then the
+ * first flush of the bookstore graph (five statement shapes new to it), then the same flush again.
+ * Ids are client-made (uuid), so no id allocation blurs the count. With PGBOUNCER_URL set
+ * (scripts/pgbouncer.sh) the proxy sits in front of PgBouncer in transaction mode instead.
+ */
+const LATENCY = 150
+const bouncer = process.env.PGBOUNCER_URL
+
+let toxi: ToxiproxyServer
+let proxy: LatencyProxy
+beforeAll(async () => {
+  toxi = await startToxiproxy()
+  proxy = await proxyDatabase(toxi, bouncer ? databaseAt(bouncer) : await startDatabase(), { name: 'rt-executors' })
+})
+afterAll(async () => {
+  await proxy?.remove()
+  await toxi?.stop()
+})
+
+function databaseAt(url: string): Database {
+  const u = new URL(url)
+  const user = decodeURIComponent(u.username)
+  return { url, host: u.hostname, port: Number(u.port), user, password: decodeURIComponent(u.password), database: u.pathname.slice(1) || user, external: true, stop: async () => {} }
+}
+
+/** Tables of their own for one executor: a schema, or behind PgBouncer (no search_path there) a database. */
+async function isolated(name: ExecutorName): Promise<{ url: string; searchPath?: string; drop(): Promise<void> }> {
+  const direct = inject('databaseUrl')
+  const tag = name.replace(/[^a-z]/g, '')
+  if (!bouncer) {
+    const ns = await createTestSchema(direct, `rtx_${tag}`)
+    const admin = postgres(direct, { max: 1, onnotice: () => {}, connection: { search_path: `"${ns.name}"` } })
+    for (const statement of createTablesSql(bookstoreUuid)) await admin.unsafe(statement)
+    await admin.end()
+    return { url: proxy.url, searchPath: ns.name, drop: () => ns.drop() }
+  }
+  const database = `rtx_${tag}_${process.pid}_${Date.now().toString(36)}`
+  const server = postgres(direct, { max: 1, onnotice: () => {} })
+  await server.unsafe(`create database ${database}`)
+  const u = new URL(direct)
+  u.pathname = `/${database}`
+  const admin = postgres(u.toString(), { max: 1, onnotice: () => {} })
+  for (const statement of createTablesSql(bookstoreUuid)) await admin.unsafe(statement)
+  await admin.end()
+  const via = new URL(proxy.url)
+  via.pathname = `/${database}`
+  return {
+    url: via.toString(),
+    drop: async () => {
+      await server.unsafe(`drop database if exists ${database} with (force)`)
+      await server.end()
+    },
+  }
+}
+
+/** The bookstore graph: 1 author, 10 books, 100 reviews, 50 tags, 50 links; 5 statements. */
+function graph(on: { em(): unknown }, name: string): () => Promise<FlushResult> {
+  type Em = { create(name: string, data: Record<string, unknown>): { tags: { add(tag: unknown): void } }; flush(): Promise<FlushResult> }
+  const em = on.em() as Em
+  const author = em.create('Author', { name })
+  for (let b = 0; b < 10; b++) {
+    const book = em.create('Book', { title: `${name} ${b}`, author })
+    for (let i = 0; i < 5; i++) book.tags.add(em.create('Tag', { name: `${name}-${b}-${i}` }))
+    for (let r = 0; r < 10; r++) em.create('Review', { stars: 4, book })
+  }
+  return () => em.flush()
+}
+
+async function timed(flush: () => Promise<FlushResult>): Promise<[FlushResult, number]> {
+  const started = performance.now()
+  const result = await flush()
+  return [result, performance.now() - started]
+}
+
+describe.each(EXECUTORS)(`round trips of %s${bouncer ? ' through PgBouncer (transaction mode)' : ''}`, (name) => {
+  it('a fresh connection flushes new shapes in one round trip, and again in one', async () => {
+    const db = await isolated(name)
+    // Through PgBouncer 1.18 in transaction mode postgres.js must not keep prepared statements.
+    const executor = openExecutor(name, db.url, bookstoreUuid, { max: 1, ...(db.searchPath ? { searchPath: db.searchPath } : {}), ...(bouncer && name === 'postgres.js' ? { prepare: false } : {}) })
+    try {
+      await executor.select1()
+      await proxy.setLatency(LATENCY)
+      const [cold, coldMs] = await timed(graph(executor.orm, 'cold'))
+      const [warm, warmMs] = await timed(graph(executor.orm, 'warm'))
+      await proxy.setLatency(0)
+      console.log(`${name}${bouncer ? ' via PgBouncer' : ''} at ${LATENCY} ms: cold flush ${coldMs.toFixed(0)} ms (${cold.roundTrips} RTT), warm ${warmMs.toFixed(0)} ms (${warm.roundTrips} RTT)`)
+      for (const result of [cold, warm]) {
+        expect(result).toMatchObject({ waves: 1, statements: 5, roundTrips: 1 })
+        expect(result.plan.preparation).toEqual([])
+        expect(result.inserted).toEqual({ author: 1, book: 10, review: 100, tag: 50, book_tag: 50 })
+      }
+      // The clock agrees: more than one latency, well under two (a second round trip would add 150 ms).
+      expect(coldMs).toBeGreaterThan(LATENCY)
+      expect(coldMs).toBeLessThan(2 * LATENCY)
+      expect(warmMs).toBeGreaterThan(LATENCY)
+      expect(warmMs).toBeLessThan(2 * LATENCY)
+    } finally {
+      await proxy.setLatency(0)
+      await executor.close()
+      await db.drop()
+    }
+  })
+})
