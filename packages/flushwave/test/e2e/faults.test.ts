@@ -1,18 +1,17 @@
 import { createTestSchema, proxyDatabase, searchPathOptions, startDatabase, startToxiproxy, type LatencyProxy, type TestSchema, type ToxicSpec } from 'devdb'
 import type {} from 'devdb/vitest'
-import knexFactory from 'knex'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ConnectionLostError, createTablesSql, FlushTimeoutError, FlushwaveError, flushwave, tcpNoDelay, type FlushResult } from '../../src/index.js'
-import { afterStaleError } from '../../src/drivers/reservation.js'
+import { ConnectionLostError, createTablesSql, FlushTimeoutError, FlushwaveError, type Flushwave, type FlushResult } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
+import { EXECUTORS, openExecutor, type ExecutorName, type OpenedExecutor } from '../support/executors.js'
 
 /**
  * Faults injected with a real toxiproxy between Flushwave and PostgreSQL, at each point of a
  * flush. Every case checks the promise of a unit of work: the rows of a flush are all there or none
  * are, the error is typed and its `outcome` never contradicts the database, the flush settles
  * within its timeout, a retry writes the unit of work exactly once, and the pool is whole after.
- * FAULT_REPEAT (default 2) sets how many times each case runs.
+ * FAULT_REPEAT (default 2) sets how many times each case runs. The suite runs once per executor.
  */
 const REPEAT = Number(process.env.FAULT_REPEAT ?? 2)
 const FLUSH_TIMEOUT = 1_500
@@ -24,9 +23,9 @@ let proxy: LatencyProxy
 let ns: TestSchema
 /** Straight to the database, never through the proxy: what the tests believe. */
 let direct: postgres.Sql
-/** Through the proxy: what Flushwave uses. */
-let sql: postgres.Sql
-let orm: ReturnType<typeof flushwave<typeof bookstore.defs>>
+/** Through the proxy: what Flushwave uses, with the executor of the suite running now. */
+let executor: OpenedExecutor<typeof bookstore.defs>
+let orm: Flushwave<typeof bookstore.defs>
 let anchorId: number
 const tally = { cases: 0, committed: 0, rolledBack: 0, unknown: 0, recovered: 0, retried: 0 }
 /** Outcomes seen per fault of the matrix, with what the rows said, for the log. */
@@ -38,16 +37,15 @@ beforeAll(async () => {
   ns = await createTestSchema(db.url, 'faults')
   direct = postgres(db.url, { max: 2, onnotice: () => {}, ...searchPathOptions(ns.name) })
   for (const statement of createTablesSql(bookstore)) await direct.unsafe(statement)
-  const options = searchPathOptions(ns.name)
-  // A short connect_timeout: after a stall, a connection attempt whose answers were dropped gives up soon.
-  sql = postgres(proxy.url, { ...tcpNoDelay, max: 2, connect_timeout: 2, onnotice: () => {}, connection: { ...options.connection, application_name: APP } })
-  orm = flushwave({ schema: bookstore, sql, flushTimeoutMs: FLUSH_TIMEOUT })
-  const em = orm.em()
-  const anchor = em.create('Author', { name: 'anchor', rating: '0' })
-  await em.flush()
-  anchorId = anchor.id
-  await orm.warmUp()
+  const [anchor] = await direct`insert into author (name, rating) values ('anchor', 0) returning id::int as id`
+  anchorId = anchor!.id as number
 })
+
+/** The executor under test, through the proxy, as the application would set it up. */
+function open(name: ExecutorName): OpenedExecutor<typeof bookstore.defs> {
+  // A short connect_timeout (postgres.js): after a stall, a connection attempt whose answers were dropped gives up soon.
+  return openExecutor(name, proxy.url, bookstore, { max: 2, searchPath: ns.name, applicationName: APP, connectTimeout: 2, orm: { flushTimeoutMs: FLUSH_TIMEOUT } })
+}
 
 afterAll(async () => {
   console.log(
@@ -55,7 +53,6 @@ afterAll(async () => {
       `rolled back ${tally.rolledBack}, unknown ${tally.unknown}; ${tally.retried} retries; 0 partial commits`,
   )
   for (const [fault, outcomes] of seen) console.log(`  ${fault}: ${outcomes.join(', ')}`)
-  await sql?.end({ timeout: 1 })
   await direct?.end()
   await ns?.drop()
   await proxy?.remove()
@@ -103,11 +100,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Every connection of the pool can be reserved (none leaked), and the server holds no open transaction of ours. */
 async function poolIsWhole(): Promise<void> {
-  // After a server process was terminated, postgres.js hands its FATAL error to the first query of
-  // the reconnected session (see afterStaleError): a driver quirk, not a leak, so one more try.
-  const reserve = () => afterStaleError(() => sql.reserve())
-  const reserved = await settlesWithin(Promise.all([reserve(), reserve()]), 5_000, 'reserving every pooled connection')
-  for (const conn of reserved) conn.release()
+  await settlesWithin(executor.whole(), 5_000, 'checking out every pooled connection')
   for (let i = 0; ; i++) {
     const open = await direct`select count(*)::int as n from pg_stat_activity where application_name = ${APP} and state like 'idle in transaction%'`
     if (open[0]!.n === 0) return
@@ -271,17 +264,6 @@ async function runCase(fault: Fault): Promise<[Outcome, Written]> {
   return [outcome, state]
 }
 
-describe('faults between Flushwave and PostgreSQL (toxiproxy)', () => {
-  for (const fault of faults) {
-    it(fault.name, { timeout: 60_000 }, async () => {
-      for (let i = 0; i < REPEAT; i++) {
-        const [outcome, rows] = await runCase(fault)
-        seen.set(fault.name, [...(seen.get(fault.name) ?? []), outcome === 'unknown' ? `unknown (rows: ${rows})` : outcome])
-      }
-    })
-  }
-})
-
 /** Waits until the flush of APP blocks on a row lock, and returns its server process id. */
 async function blockedOnLock(): Promise<number> {
   for (let i = 0; i < 200; i++) {
@@ -292,143 +274,132 @@ async function blockedOnLock(): Promise<number> {
   throw new Error('the flush never waited on the lock')
 }
 
-describe('after COMMIT was sent, the server is asked what happened (pg_xact_status)', () => {
-  it('the answers are lost after the server committed: the flush succeeds, marked recovered', { timeout: 60_000 }, async () => {
-    for (let i = 0; i < REPEAT; i++) {
-      // Warm, so that postgres.js sends the whole pipeline at once, COMMIT included.
-      await orm.warmUp()
-      const { em, token } = await unitOfWork()
-      const holder = await direct.reserve()
-      let dropAnswers: (() => Promise<void>) | undefined
-      try {
-        // Hold the anchor's row lock: the flush sends everything, gets BEGIN and its transaction id
-        // back, then waits on the lock with COMMIT already sent.
-        await holder`begin`
-        await holder`select 1 from author where id = ${anchorId} for update`
-        const flushing = settlesWithin(em.flush(), FLUSH_TIMEOUT + 8_000, 'flush')
-        flushing.catch(() => undefined) // awaited below; not unhandled if a step before fails
-        await blockedOnLock()
-        // From here every answer is dropped; the lock goes, the server commits, and the network
-        // heals before the flush times out: only the answers to this flush are lost.
-        dropAnswers = await proxy.addToxic({ type: 'timeout', stream: 'downstream', attributes: { timeout: 0 } })
-        await holder`commit`
-        for (let w = 0; (await written(token)) !== 'all'; w++) {
-          if (w === 300) throw new Error(`the flush did not commit once the lock was free: ${await written(token)}`)
-          await sleep(10)
+describe.each(EXECUTORS)('%s', (name) => {
+  beforeAll(async () => {
+    executor = open(name)
+    orm = executor.orm
+    await orm.warmUp()
+  })
+  afterAll(async () => {
+    await executor?.close()
+  })
+
+  describe('faults between Flushwave and PostgreSQL (toxiproxy)', () => {
+    for (const fault of faults) {
+      it(fault.name, { timeout: 60_000 }, async () => {
+        for (let i = 0; i < REPEAT; i++) {
+          const [outcome, rows] = await runCase(fault)
+          seen.set(fault.name, [...(seen.get(fault.name) ?? []), outcome === 'unknown' ? `unknown (rows: ${rows})` : outcome])
         }
-        await dropAnswers()
-        dropAnswers = undefined
-        const result = await flushing
-        expect(result.recovered?.transactionId).toMatch(/^\d+$/)
-        expect(result.recovered?.cause).toBeInstanceOf(Error)
-        const [status] = await direct`select pg_xact_status(${result.recovered!.transactionId!}::xid8) as s`
-        expect(status!.s).toBe('committed')
-        expect((await em.flush()).statements).toBe(0)
-        tally.cases++
-        tally.committed++
-        tally.recovered++
-      } finally {
-        await dropAnswers?.()
-        holder.release()
-      }
-      await poolIsWhole()
+      })
     }
   })
 
-  it('a flush stuck on a lock past its timeout is ended on the server and reported rolled back', { timeout: 60_000 }, async () => {
-    for (let i = 0; i < REPEAT; i++) {
-      const { em, token } = await unitOfWork()
-      const holder = await direct.reserve()
-      let error: unknown
-      try {
-        await holder`begin`
-        await holder`select 1 from author where id = ${anchorId} for update`
-        const started = performance.now()
-        error = await settlesWithin(em.flush(), FLUSH_TIMEOUT + 8_000, 'flush').then(() => undefined, (e: unknown) => e)
-        expect(performance.now() - started).toBeGreaterThanOrEqual(FLUSH_TIMEOUT - 5)
-      } finally {
-        await holder`commit`
-        holder.release()
-      }
-      expect(error).toBeInstanceOf(FlushTimeoutError)
-      const timeout = error as FlushTimeoutError
-      expect(timeout.outcome).toBe('rolled-back')
-      expect(timeout.transactionId).toMatch(/^\d+$/)
-      const [status] = await direct`select pg_xact_status(${timeout.transactionId!}::xid8) as s`
-      expect(status!.s).toBe('aborted')
-      expect(await written(token)).toBe('none')
-      await em.flush()
-      expect(await written(token)).toBe('all')
-      await poolIsWhole()
-      tally.cases++
-      tally.rolledBack++
-      tally.retried++
-    }
-  })
-
-  it('the server process is terminated mid-flush (FATAL 57P01): rolled back, typed, retried', { timeout: 60_000 }, async () => {
-    // A pool of its own each time: postgres.js 3.4.9 keeps the FATAL error of a terminated server
-    // process and hands it to the next session of that connection, which can cost the pool the
-    // connection (docs/reliability.md). That is the driver's; this checks Flushwave's promises.
-    for (let i = 0; i < REPEAT; i++) {
-      const options = searchPathOptions(ns.name)
-      const own = postgres(proxy.url, { ...tcpNoDelay, max: 2, onnotice: () => {}, connection: { ...options.connection, application_name: APP } })
-      const ownOrm = flushwave({ schema: bookstore, sql: own, flushTimeoutMs: FLUSH_TIMEOUT })
-      const { em, token } = await unitOfWork(200, ownOrm)
-      const holder = await direct.reserve()
-      let error: unknown
-      try {
-        await holder`begin`
-        await holder`select 1 from author where id = ${anchorId} for update`
-        const flushing = settlesWithin(em.flush().then(() => undefined, (e: unknown) => e), 15_000, 'flush')
-        flushing.catch(() => undefined)
-        const pid = await blockedOnLock()
-        await direct`select pg_terminate_backend(${pid})`
-        error = await flushing
-      } finally {
-        await holder`commit`
-        holder.release()
-      }
-      expect(error).toBeInstanceOf(ConnectionLostError)
-      expect((error as ConnectionLostError).outcome).toBe('rolled-back')
-      expect(await written(token)).toBe('none')
-      await em.flush()
-      expect(await written(token)).toBe('all')
-      await own.end({ timeout: 1 })
-      tally.cases++
-      tally.rolledBack++
-      tally.retried++
-    }
-  })
-
-  it('the knex executor: a flush stuck on a lock past its timeout is cancelled and rolled back', { timeout: 60_000 }, async () => {
-    const db = await startDatabase()
-    const knex = knexFactory({ client: 'pg', connection: db.url, searchPath: [ns.name], pool: { min: 0, max: 2 } })
-    const knexOrm = flushwave({ schema: bookstore, knex, flushTimeoutMs: 500 })
-    try {
+  describe('after COMMIT was sent, the server is asked what happened (pg_xact_status)', () => {
+    it('the answers are lost after the server committed: the flush succeeds, marked recovered', { timeout: 60_000 }, async () => {
       for (let i = 0; i < REPEAT; i++) {
-        const { em, token } = await unitOfWork(200, knexOrm)
+        // Warm, so that postgres.js sends the whole pipeline at once, COMMIT included.
+        await orm.warmUp()
+        const { em, token } = await unitOfWork()
+        const holder = await direct.reserve()
+        let dropAnswers: (() => Promise<void>) | undefined
+        try {
+          // Hold the anchor's row lock: the flush sends everything, gets BEGIN and its transaction id
+          // back, then waits on the lock with COMMIT already sent.
+          await holder`begin`
+          await holder`select 1 from author where id = ${anchorId} for update`
+          const flushing = settlesWithin(em.flush(), FLUSH_TIMEOUT + 8_000, 'flush')
+          flushing.catch(() => undefined) // awaited below; not unhandled if a step before fails
+          await blockedOnLock()
+          // From here every answer is dropped; the lock goes, the server commits, and the network
+          // heals before the flush times out: only the answers to this flush are lost.
+          dropAnswers = await proxy.addToxic({ type: 'timeout', stream: 'downstream', attributes: { timeout: 0 } })
+          await holder`commit`
+          for (let w = 0; (await written(token)) !== 'all'; w++) {
+            if (w === 300) throw new Error(`the flush did not commit once the lock was free: ${await written(token)}`)
+            await sleep(10)
+          }
+          await dropAnswers()
+          dropAnswers = undefined
+          const result = await flushing
+          expect(result.recovered?.transactionId).toMatch(/^\d+$/)
+          expect(result.recovered?.cause).toBeInstanceOf(Error)
+          const [status] = await direct`select pg_xact_status(${result.recovered!.transactionId!}::xid8) as s`
+          expect(status!.s).toBe('committed')
+          expect((await em.flush()).statements).toBe(0)
+          tally.cases++
+          tally.committed++
+          tally.recovered++
+        } finally {
+          await dropAnswers?.()
+          holder.release()
+        }
+        await poolIsWhole()
+      }
+    })
+
+    it('a flush stuck on a lock past its timeout is ended on the server and reported rolled back', { timeout: 60_000 }, async () => {
+      for (let i = 0; i < REPEAT; i++) {
+        const { em, token } = await unitOfWork()
         const holder = await direct.reserve()
         let error: unknown
         try {
           await holder`begin`
           await holder`select 1 from author where id = ${anchorId} for update`
-          error = await settlesWithin(em.flush().then(() => undefined, (e: unknown) => e), 10_000, 'knex flush')
+          const started = performance.now()
+          error = await settlesWithin(em.flush(), FLUSH_TIMEOUT + 8_000, 'flush').then(() => undefined, (e: unknown) => e)
+          expect(performance.now() - started).toBeGreaterThanOrEqual(FLUSH_TIMEOUT - 5)
         } finally {
           await holder`commit`
           holder.release()
         }
         expect(error).toBeInstanceOf(FlushTimeoutError)
-        expect((error as FlushTimeoutError).outcome).toBe('rolled-back')
+        const timeout = error as FlushTimeoutError
+        expect(timeout.outcome).toBe('rolled-back')
+        expect(timeout.transactionId).toMatch(/^\d+$/)
+        const [status] = await direct`select pg_xact_status(${timeout.transactionId!}::xid8) as s`
+        expect(status!.s).toBe('aborted')
         expect(await written(token)).toBe('none')
         await em.flush()
         expect(await written(token)).toBe('all')
+        await poolIsWhole()
         tally.cases++
         tally.rolledBack++
         tally.retried++
       }
-    } finally {
-      await knex.destroy()
-    }
+    })
+
+    it('the server process is terminated mid-flush (FATAL 57P01): rolled back, typed, retried', { timeout: 60_000 }, async () => {
+      // A pool of its own each time: postgres.js 3.4.9 keeps the FATAL error of a terminated server
+      // process and hands it to the next session of that connection, which can cost the pool the
+      // connection (docs/reliability.md). That is the driver's; this checks Flushwave's promises.
+      for (let i = 0; i < REPEAT; i++) {
+        const own = open(name)
+        const { em, token } = await unitOfWork(200, own.orm)
+        const holder = await direct.reserve()
+        let error: unknown
+        try {
+          await holder`begin`
+          await holder`select 1 from author where id = ${anchorId} for update`
+          const flushing = settlesWithin(em.flush().then(() => undefined, (e: unknown) => e), 15_000, 'flush')
+          flushing.catch(() => undefined)
+          const pid = await blockedOnLock()
+          await direct`select pg_terminate_backend(${pid})`
+          error = await flushing
+        } finally {
+          await holder`commit`
+          holder.release()
+        }
+        expect(error).toBeInstanceOf(ConnectionLostError)
+        expect((error as ConnectionLostError).outcome).toBe('rolled-back')
+        expect(await written(token)).toBe('none')
+        await em.flush()
+        expect(await written(token)).toBe('all')
+        await own.close()
+        tally.cases++
+        tally.rolledBack++
+        tally.retried++
+      }
+    })
   })
 })
