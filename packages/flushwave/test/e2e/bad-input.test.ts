@@ -13,6 +13,7 @@ import {
   type EntityOf,
 } from '../../src/index.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
+import { EXECUTORS } from '../support/executors.js'
 
 /**
  * Bad input, case by case, against a real PostgreSQL. Every case ends one of three ways:
@@ -66,22 +67,6 @@ let db: TestDatabase<D>
 const ids = { home: 0, thing: 0, target: 0, tag: '' }
 const FIXTURE_AT = new Date('2020-02-02T02:02:02.020Z')
 let tried = 0
-
-beforeAll(async () => {
-  db = await testDatabase(schema, { name: 'badinput' })
-  const em = db.orm.em()
-  const home = em.create('Owner', { name: 'home' })
-  const thing = em.create('Thing', { title: 'fixture', owner: home, at: new Date(FIXTURE_AT), doc: { a: 1 } })
-  // What the stored-verbatim cases overwrite, so the rejected cases' fixture stays as it is.
-  const target = em.create('Thing', { title: 'update target', owner: home })
-  const tag = em.create('Tag', { name: 'fixture tag' })
-  await em.flush()
-  Object.assign(ids, { home: home.id, thing: thing.id, target: target.id, tag: tag.id })
-})
-afterAll(async () => {
-  console.log('bad inputs tried:', tried)
-  await db?.close()
-})
 
 async function counts(): Promise<Counts> {
   const [row] = await db.sql.unsafe(`select ${TABLES.map((name) => `(select count(*)::int from "${name}") as "${name}"`).join(', ')}`)
@@ -677,11 +662,6 @@ const rejected: readonly (readonly [group: string, cases: readonly Rejected[]])[
   ['find() and findOne()', findCases],
 ]
 
-for (const [group, cases] of rejected) {
-  describe(`rejected: ${group}`, () => {
-    for (const c of cases) it(c.name, () => runRejected(c))
-  })
-}
 
 // ---------------------------------------------------------------------------------------------
 // Stored verbatim
@@ -807,9 +787,6 @@ async function runVerbatim(c: Verbatim): Promise<void> {
   expect(await counts()).toEqual(plus(start, { thing: 1 }))
 }
 
-describe('stored verbatim', () => {
-  for (const c of verbatim) it(c.name, () => runVerbatim(c))
-})
 
 // ---------------------------------------------------------------------------------------------
 // Matched literally: injections as find() values return what equality on the text says
@@ -834,34 +811,64 @@ const literal: readonly Literal[] = [
   { name: 'findOne where: the fixture title, literally', find: async (em) => (await em.findOne('Thing', { title: 'fixture' }))?.id, expected: async () => ids.thing },
 ]
 
-describe('matched literally', () => {
-  for (const c of literal) {
-    it(c.name, async () => {
-      tried++
-      const em = db.orm.em()
-      expect(await c.find(em)).toEqual(await c.expected(em))
+// Every case, once per executor: each on a fresh schema, so the row counts start from the fixtures.
+describe.each(EXECUTORS)('%s', (executor) => {
+  beforeAll(async () => {
+    tried = 0
+    db = await testDatabase(schema, { name: 'badinput', executor })
+    const em = db.orm.em()
+    const home = em.create('Owner', { name: 'home' })
+    const thing = em.create('Thing', { title: 'fixture', owner: home, at: new Date(FIXTURE_AT), doc: { a: 1 } })
+    // What the stored-verbatim cases overwrite, so the rejected cases' fixture stays as it is.
+    const target = em.create('Thing', { title: 'update target', owner: home })
+    const tag = em.create('Tag', { name: 'fixture tag' })
+    await em.flush()
+    Object.assign(ids, { home: home.id, thing: thing.id, target: target.id, tag: tag.id })
+  })
+  afterAll(async () => {
+    console.log(`bad inputs tried through ${executor}:`, tried)
+    await db?.close()
+  })
+
+  for (const [group, cases] of rejected) {
+    describe(`rejected: ${group}`, () => {
+      for (const c of cases) it(c.name, () => runRejected(c))
     })
   }
-})
 
-describe('after every bad input', () => {
-  it('every table and type still exists, with exactly the rows the cases wrote', async () => {
-    const [row] = await db.sql.unsafe(
-      `select ${TABLES.map((name) => `to_regclass('"${name}"') is not null as "${name}"`).join(', ')}, to_regtype('mood') is not null as mood`,
-    )
-    expect(row).toEqual({ ...Object.fromEntries(TABLES.map((name) => [name, true])), mood: true })
-    const rejectedCount = rejected.reduce((n, [, cases]) => n + cases.length, 0)
-    const repaired = rejected.flatMap(([, cases]) => cases).reduce((n, c) => n + (c.delta?.thing ?? 0), 0)
-    const rows = await counts()
-    // Fixtures (1 owner, 2 things, 1 tag), one owner per rejected case, a thing per verbatim case.
-    expect(rows).toEqual({
-      owner: 1 + rejectedCount + rejected.flatMap(([, cases]) => cases).reduce((n, c) => n + (c.delta?.owner ?? 0), 0),
-      thing: 2 + repaired + verbatim.length,
-      tag: 1,
-      code: 0,
-      thing_tag: 0,
+  describe('stored verbatim', () => {
+    for (const c of verbatim) it(c.name, () => runVerbatim(c))
+  })
+
+  describe('matched literally', () => {
+    for (const c of literal) {
+      it(c.name, async () => {
+        tried++
+        const em = db.orm.em()
+        expect(await c.find(em)).toEqual(await c.expected(em))
+      })
+    }
+  })
+
+  describe('after every bad input', () => {
+    it('every table and type still exists, with exactly the rows the cases wrote', async () => {
+      const [row] = await db.sql.unsafe(
+        `select ${TABLES.map((name) => `to_regclass('"${name}"') is not null as "${name}"`).join(', ')}, to_regtype('mood') is not null as mood`,
+      )
+      expect(row).toEqual({ ...Object.fromEntries(TABLES.map((name) => [name, true])), mood: true })
+      const rejectedCount = rejected.reduce((n, [, cases]) => n + cases.length, 0)
+      const repaired = rejected.flatMap(([, cases]) => cases).reduce((n, c) => n + (c.delta?.thing ?? 0), 0)
+      const rows = await counts()
+      // Fixtures (1 owner, 2 things, 1 tag), one owner per rejected case, a thing per verbatim case.
+      expect(rows).toEqual({
+        owner: 1 + rejectedCount + rejected.flatMap(([, cases]) => cases).reduce((n, c) => n + (c.delta?.owner ?? 0), 0),
+        thing: 2 + repaired + verbatim.length,
+        tag: 1,
+        code: 0,
+        thing_tag: 0,
+      })
+      const [fixture] = await db.sql`select title, at, doc from thing where id = ${ids.thing}`
+      expect(fixture).toEqual({ title: 'fixture', at: FIXTURE_AT, doc: { a: 1 } })
     })
-    const [fixture] = await db.sql`select title, at, doc from thing where id = ${ids.thing}`
-    expect(fixture).toEqual({ title: 'fixture', at: FIXTURE_AT, doc: { a: 1 } })
   })
 })

@@ -35,6 +35,7 @@ import {
 } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
+import { EXECUTORS } from '../support/executors.js'
 
 const RUNS = Number(process.env.MODEL_RUNS ?? 40)
 const LENGTH = Number(process.env.MODEL_LENGTH ?? 25)
@@ -53,10 +54,6 @@ type Meta = { isbn?: string; tags?: string[] }
 type Acq = 'load' | 'find' | 'ref'
 
 let db: TestDatabase<Defs>
-beforeAll(async () => {
-  db = await testDatabase(bookstore, { name: 'model', max: 2 })
-})
-afterAll(() => db?.close())
 
 // ── the schema, as the model sees it ──────────────────────────────────────────────────────────────
 
@@ -1011,73 +1008,82 @@ async function runSequence(start: Setup, ops: readonly Op[]): Promise<void> {
   }
 }
 
-describe('model-based: random units of work against PostgreSQL and an in-memory model', () => {
-  const timeout = 60_000 + RUNS * 6_000
-  it(
-    `${RUNS} sequences of up to ${LENGTH} operations (seed ${SEED})`,
-    async () => {
-      const started = performance.now()
-      await fc.assert(fc.asyncProperty(setup, fc.noBias(fc.array(operation, { minLength: 1, maxLength: LENGTH, size: 'max' })), runSequence), {
-        numRuns: RUNS,
-        seed: SEED,
-        ...(PATH ? { path: PATH } : {}),
-        // Shrinking runs sequences against the database too: stop it in time to report what it has.
-        interruptAfterTimeLimit: timeout - 20_000,
-        markInterruptAsFailure: true,
-      })
-      const seconds = ((performance.now() - started) / 1000).toFixed(1)
-      console.log(
-        `model-based: ${counters.sequences} sequences, ${counters.operations} operations, ${counters.flushes} flushes (${counters.failing} failing) checked in ${seconds} s (seed ${SEED})`,
-      )
-      if (process.env.MODEL_STATS) console.log([...stats].sort().map(([key, count]) => `${String(count).padStart(6)} ${key}`).join('\n'))
-      expect(counters.sequences).toBeGreaterThanOrEqual(RUNS)
-    },
-    timeout,
-  )
-})
+// The same random sequences (same seed) through every executor, each on a fresh schema.
+describe.each(EXECUTORS)('%s', (executor) => {
+  beforeAll(async () => {
+    db = await testDatabase(bookstore, { name: 'model', max: 2, executor })
+    for (const key of Object.keys(counters) as (keyof typeof counters)[]) counters[key] = 0
+  })
+  afterAll(() => db?.close())
 
-/** The defects this test found, each as its smallest reproducer. */
-describe('model-based: regressions', () => {
-  it('add() then remove() of a link on a collection never loaded deletes the link, and remove() then add() inserts it', async () => {
-    await db.sql`truncate book_tag, review, book, tag, author`
-    const em = db.orm.em()
-    const book = em.create('Book', { title: 'b', author: em.create('Author', { name: 'a' }) })
-    const [t1, t2] = [em.create('Tag', { name: 'r-t1' }), em.create('Tag', { name: 'r-t2' })]
-    book.tags.add(t1)
-    await em.flush()
-
-    const em2 = db.orm.em()
-    const ref = em2.ref('Book', book.id)
-    ref.tags.add(em2.ref('Tag', t1.id))
-    ref.tags.remove(em2.ref('Tag', t1.id)) // the link was there: it must go
-    ref.tags.remove(em2.ref('Tag', t2.id))
-    ref.tags.add(em2.ref('Tag', t2.id)) // the link was not there: it must be made
-    await em2.flush()
-    expect(await db.sql`select tag_id::int as tag from book_tag`).toEqual([{ tag: t2.id }])
+  describe('model-based: random units of work against PostgreSQL and an in-memory model', () => {
+    const timeout = 60_000 + RUNS * 6_000
+    it(
+      `${RUNS} sequences of up to ${LENGTH} operations (seed ${SEED})`,
+      async () => {
+        const started = performance.now()
+        await fc.assert(fc.asyncProperty(setup, fc.noBias(fc.array(operation, { minLength: 1, maxLength: LENGTH, size: 'max' })), runSequence), {
+          numRuns: RUNS,
+          seed: SEED,
+          ...(PATH ? { path: PATH } : {}),
+          // Shrinking runs sequences against the database too: stop it in time to report what it has.
+          interruptAfterTimeLimit: timeout - 20_000,
+          markInterruptAsFailure: true,
+        })
+        const seconds = ((performance.now() - started) / 1000).toFixed(1)
+        console.log(
+          `model-based through ${executor}: ${counters.sequences} sequences, ${counters.operations} operations, ${counters.flushes} flushes (${counters.failing} failing) checked in ${seconds} s (seed ${SEED})`,
+        )
+        if (process.env.MODEL_STATS) console.log([...stats].sort().map(([key, count]) => `${String(count).padStart(6)} ${key}`).join('\n'))
+        expect(counters.sequences).toBeGreaterThanOrEqual(RUNS)
+      },
+      timeout,
+    )
   })
 
-  it('a create() that throws on its many-to-many items leaves nothing for the next flush', async () => {
-    await db.sql`truncate book_tag, review, book, tag, author`
-    const em = db.orm.em()
-    const author = em.create('Author', { name: 'a' })
-    expect(() => em.create('Book', { title: 'half-made', author, tags: 'x' as never })).toThrow(InvalidValueError)
-    expect(() => em.create('Book', { title: 'half-made', author, tags: [db.orm.em().ref('Tag', 1)] })).toThrow(EntityStateError)
-    expect((await em.flush()).inserted).toEqual({ author: 1 })
-    expect(await db.sql`select title from book`).toEqual([])
-  })
+  /** The defects this test found, each as its smallest reproducer. */
+  describe('model-based: regressions', () => {
+    it('add() then remove() of a link on a collection never loaded deletes the link, and remove() then add() inserts it', async () => {
+      await db.sql`truncate book_tag, review, book, tag, author`
+      const em = db.orm.em()
+      const book = em.create('Book', { title: 'b', author: em.create('Author', { name: 'a' }) })
+      const [t1, t2] = [em.create('Tag', { name: 'r-t1' }), em.create('Tag', { name: 'r-t2' })]
+      book.tags.add(t1)
+      await em.flush()
 
-  it('rejects at assignment the JSON and timestamps PostgreSQL cannot store, instead of failing the flush', async () => {
-    const em = db.orm.em()
-    const book = em.create('Book', { title: 'b', author: em.create('Author', { name: 'a' }) })
-    expect(() => (book.meta = { isbn: 'a\0b' })).toThrow(/NUL/)
-    expect(() => (book.meta = { tags: ['\ud800'] })).toThrow(/lone surrogate/)
-    book.meta = { isbn: '\\u0000 is text here', tags: ['😀'] } // an escaped backslash, and a valid pair
-    const author = em.create('Author', { name: 'dated' })
-    expect(() => (author.createdAt = new Date('+010000-01-01T00:00:00Z'))).toThrow(InvalidValueError)
-    expect(() => (author.createdAt = new Date('-000001-01-01T00:00:00Z'))).toThrow(InvalidValueError)
-    author.createdAt = new Date('0001-01-01T00:00:00.000Z')
-    await em.flush()
-    const [row] = await db.sql`select meta::text as meta from book where id = ${book.id}`
-    expect(JSON.parse(row!.meta as string)).toEqual({ isbn: '\\u0000 is text here', tags: ['😀'] })
+      const em2 = db.orm.em()
+      const ref = em2.ref('Book', book.id)
+      ref.tags.add(em2.ref('Tag', t1.id))
+      ref.tags.remove(em2.ref('Tag', t1.id)) // the link was there: it must go
+      ref.tags.remove(em2.ref('Tag', t2.id))
+      ref.tags.add(em2.ref('Tag', t2.id)) // the link was not there: it must be made
+      await em2.flush()
+      expect(await db.sql`select tag_id::int as tag from book_tag`).toEqual([{ tag: t2.id }])
+    })
+
+    it('a create() that throws on its many-to-many items leaves nothing for the next flush', async () => {
+      await db.sql`truncate book_tag, review, book, tag, author`
+      const em = db.orm.em()
+      const author = em.create('Author', { name: 'a' })
+      expect(() => em.create('Book', { title: 'half-made', author, tags: 'x' as never })).toThrow(InvalidValueError)
+      expect(() => em.create('Book', { title: 'half-made', author, tags: [db.orm.em().ref('Tag', 1)] })).toThrow(EntityStateError)
+      expect((await em.flush()).inserted).toEqual({ author: 1 })
+      expect(await db.sql`select title from book`).toEqual([])
+    })
+
+    it('rejects at assignment the JSON and timestamps PostgreSQL cannot store, instead of failing the flush', async () => {
+      const em = db.orm.em()
+      const book = em.create('Book', { title: 'b', author: em.create('Author', { name: 'a' }) })
+      expect(() => (book.meta = { isbn: 'a\0b' })).toThrow(/NUL/)
+      expect(() => (book.meta = { tags: ['\ud800'] })).toThrow(/lone surrogate/)
+      book.meta = { isbn: '\\u0000 is text here', tags: ['😀'] } // an escaped backslash, and a valid pair
+      const author = em.create('Author', { name: 'dated' })
+      expect(() => (author.createdAt = new Date('+010000-01-01T00:00:00Z'))).toThrow(InvalidValueError)
+      expect(() => (author.createdAt = new Date('-000001-01-01T00:00:00Z'))).toThrow(InvalidValueError)
+      author.createdAt = new Date('0001-01-01T00:00:00.000Z')
+      await em.flush()
+      const [row] = await db.sql`select meta::text as meta from book where id = ${book.id}`
+      expect(JSON.parse(row!.meta as string)).toEqual({ isbn: '\\u0000 is text here', tags: ['😀'] })
+    })
   })
 })

@@ -3,8 +3,10 @@ import type {} from 'devdb/vitest' // types inject('databaseUrl')
 import postgres from 'postgres'
 import { inject } from 'vitest'
 import { createTablesSql, flushwave, tcpNoDelay, type Flushwave, type QueryEvent, type Schema, type SchemaDefs } from '../../src/index.js'
+import { openExecutor, type ExecutorName } from './executors.js'
 
 export interface TestDatabase<D extends SchemaDefs> {
+  /** postgres.js on the test schema, for the assertions' own SQL (whatever executor `orm` uses). */
   readonly sql: postgres.Sql
   readonly orm: Flushwave<D>
   /** Every statement Flushwave sent, in order. */
@@ -14,23 +16,32 @@ export interface TestDatabase<D extends SchemaDefs> {
   close(): Promise<void>
 }
 
-/** A fresh PostgreSQL schema with the tables of `schema`, and a Flushwave on one connection. */
+/**
+ * A fresh PostgreSQL schema with the tables of `schema`, and a Flushwave on a pool of `max` (1)
+ * connections through `executor` (postgres.js unless told).
+ */
 export async function testDatabase<D extends SchemaDefs>(
   schema: Schema<D>,
-  options: { url?: string; max?: number; name?: string; prepare?: boolean } = {},
+  options: { url?: string; max?: number; name?: string; prepare?: boolean; executor?: ExecutorName } = {},
 ): Promise<TestDatabase<D>> {
   const url = options.url ?? inject('databaseUrl')
   const ns = await createTestSchema(inject('databaseUrl'), options.name ?? 'fw')
   const sql = postgres(url, { ...tcpNoDelay, max: options.max ?? 1, ...(options.prepare === undefined ? {} : { prepare: options.prepare }), onnotice: () => {}, ...searchPathOptions(ns.name) })
   for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
   const queries: QueryEvent[] = []
-  const orm = flushwave({ schema, sql, onQuery: (e) => queries.push(e) })
+  const onQuery = (e: QueryEvent) => void queries.push(e)
+  const other =
+    options.executor && options.executor !== 'postgres.js'
+      ? openExecutor(options.executor, url, schema, { searchPath: ns.name, max: options.max ?? 1, orm: { onQuery } })
+      : undefined
+  const orm = other?.orm ?? flushwave({ schema, sql, onQuery })
   return {
     sql,
     orm,
     queries,
     writes: () => queries.filter((q) => q.phase === 'write'),
     close: async () => {
+      await other?.close()
       await sql.end()
       await ns.drop()
     },
