@@ -45,7 +45,7 @@ async function start(): Promise<Bookstore> {
     poolMax,
     seed: true,
     warmUp: process.env.WARM_UP !== '0',
-    executor: process.env.EXECUTOR === 'knex' ? 'knex' : 'postgres',
+    executor: process.env.EXECUTOR === 'knex' || process.env.EXECUTOR === 'pg' ? process.env.EXECUTOR : 'postgres',
     ...(process.env.LOG_LEVEL ? { logLevel: process.env.LOG_LEVEL } : {}),
   }))
 }
@@ -62,7 +62,8 @@ const json = "-H 'content-type: application/json'"
 const where = db.external ? 'PostgreSQL from DATABASE_URL' : `embedded PostgreSQL on 127.0.0.1:${db.port}`
 const via =
   (proxy ? `, the app's pool through toxiproxy (${latencyMs} ms per reply)` : '') +
-  (process.env.EXECUTOR === 'knex' ? '; EXECUTOR=knex: flushes pipelined on a knex connection' : '')
+  (process.env.EXECUTOR === 'knex' ? '; EXECUTOR=knex: flushes pipelined on a knex connection' : '') +
+  (process.env.EXECUTOR === 'pg' ? '; EXECUTOR=pg: flushes pipelined on a node-postgres pg.Pool' : '')
 const created = Object.entries(seeded?.created ?? {}).map(([table, n]) => `${table} ${n}`).join(', ')
 
 console.log(`

@@ -7,6 +7,7 @@ import { searchPathOptions } from 'devdb'
 import type { FastifyInstance } from 'fastify'
 import { flushwave, tcpNoDelay, type Flushwave, type WarmUp } from 'flushwave'
 import knexFactory from 'knex'
+import pg from 'pg'
 import postgres from 'postgres'
 import { buildApp } from './app.js'
 import { migrateLatest } from './migrate.js'
@@ -30,10 +31,11 @@ export interface BookstoreOptions {
   /** Prepare every statement shape on every pooled connection before listening (`orm.warmUp()`). */
   warmUp?: boolean
   /**
-   * How flushes reach the database: `postgres` (postgres.js, one pipeline per flush, the default) or
-   * `knex` (flushes pipelined on a connection of a knex pool, as an application on knex would run).
+   * How flushes reach the database, each a pipeline on one connection: `postgres` (postgres.js, the
+   * default), `pg` (a node-postgres `pg.Pool`, as for a transaction pooler) or `knex` (a connection
+   * of a knex pool, as an application on knex would run).
    */
-  executor?: 'postgres' | 'knex'
+  executor?: 'postgres' | 'pg' | 'knex'
   /** Called with the app before it listens (tests add routes here). */
   configure?: (app: FastifyInstance) => void
 }
@@ -68,7 +70,17 @@ export async function startBookstore(options: BookstoreOptions): Promise<Booksto
           ...(options.searchPath === undefined ? {} : { searchPath: [options.searchPath] }),
         })
       : undefined
-  const orm = knex ? flushwave({ schema, knex, hooks }) : flushwave({ schema, sql, hooks })
+  const pool =
+    options.executor === 'pg'
+      ? new pg.Pool({
+          connectionString: options.appDatabaseUrl ?? options.databaseUrl,
+          max: options.poolMax ?? 10,
+          ...(options.searchPath === undefined ? {} : { options: `-c search_path="${options.searchPath}"` }),
+        })
+      : undefined
+  // An idle pooled client whose connection drops emits 'error' on the pool; the pool replaces it.
+  pool?.on('error', () => undefined)
+  const orm = knex ? flushwave({ schema, knex, hooks }) : pool ? flushwave({ schema, pg: pool, hooks }) : flushwave({ schema, sql, hooks })
   const app = buildApp({ orm, ...(options.logLevel ? { logLevel: options.logLevel } : {}) })
   try {
     options.configure?.(app)
@@ -90,12 +102,14 @@ export async function startBookstore(options: BookstoreOptions): Promise<Booksto
         await app.close()
         await sql.end({ timeout: 5 })
         await knex?.destroy()
+        await pool?.end()
       },
     }
   } catch (error) {
     await app.close().catch(() => {})
     await sql.end({ timeout: 1 }).catch(() => {})
     await knex?.destroy().catch(() => {})
+    await pool?.end().catch(() => {})
     throw error
   }
 }

@@ -71,21 +71,21 @@ describe('after orm.warmUp() at start (as `pnpm example` does)', () => {
   })
 })
 
-describe('EXECUTOR=knex', () => {
-  it('runs the same handlers through knex in one round trip per flush, and Server-Timing says so', async () => {
-    const knex = await startTestBookstore({ name: 'bookstore_knex', seed: true, executor: 'knex' })
+describe.each(['knex', 'pg'] as const)('EXECUTOR=%s', (executor) => {
+  it('runs the same handlers in one round trip per flush, and Server-Timing says so', async () => {
+    const app = await startTestBookstore({ name: `bookstore_${executor}`, seed: true, executor })
     try {
-      const { bookIds, customerId } = knex.bookstore.seeded!
-      const review = await knex.call('POST', `/books/${bookIds[0]}/reviews`, { stars: 3 })
+      const { bookIds, customerId } = app.bookstore.seeded!
+      const review = await app.call('POST', `/books/${bookIds[0]}/reviews`, { stars: 3 })
       expect(review.status).toBe(201)
-      // BEGIN, the review insert, the book update and COMMIT pipelined on one of knex's connections.
+      // BEGIN, the review insert, the book update and COMMIT pipelined on one pooled connection.
       expect(review.headers.get('server-timing')).toMatch(/desc="2 statements, 1 round trip"/)
-      const checkout = await knex.call('POST', '/checkout', { customerId, lines: [{ bookId: bookIds[0], quantity: 1 }] })
+      const checkout = await app.call('POST', '/checkout', { customerId, lines: [{ bookId: bookIds[0], quantity: 1 }] })
       expect(checkout.status).toBe(201)
-      const [row] = await knex.db`select count(*)::int as n from review where book_id = ${bookIds[0]!}`
+      const [row] = await app.db`select count(*)::int as n from review where book_id = ${bookIds[0]!}`
       expect(row!.n).toBeGreaterThan(0)
     } finally {
-      await knex.close()
+      await app.close()
     }
   })
 })
