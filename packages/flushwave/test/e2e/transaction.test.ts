@@ -1,17 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { EntityStateError } from '../../src/index.js'
+import { createTestSchema, type TestSchema } from 'devdb'
+import knexFactory, { type Knex } from 'knex'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { createTablesSql, EntityStateError, flushwave, UniqueViolationError, type QueryEvent } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
+import { EXECUTORS } from '../support/executors.js'
 
 let db: TestDatabase<typeof bookstore.defs>
-beforeAll(async () => {
-  db = await testDatabase(bookstore, { name: 'tx', max: 2 })
-})
-afterAll(() => db.close())
 
 const visible = async (name: string) => (await db.sql`select count(*)::int as n from author where name = ${name}`)[0]!.n as number
 
-describe('em.transaction', () => {
+describe.each(EXECUTORS)('em.transaction through %s', (executor) => {
+  beforeAll(async () => {
+    db = await testDatabase(bookstore, { name: 'tx', max: 2, executor })
+  })
+  afterAll(() => db.close())
+
   it('runs reads and flushes in one transaction that commits at the end', async () => {
     const em = db.orm.em()
     const result = await em.transaction(async (tx) => {
@@ -64,5 +68,69 @@ describe('em.transaction', () => {
   it('does not nest', async () => {
     const em = db.orm.em()
     await expect(em.transaction(() => em.transaction(async () => 1))).rejects.toBeInstanceOf(EntityStateError)
+  })
+})
+
+/** An application on knex passes its own transaction: the flush joins it, as one pipeline. */
+describe("flushwave({ knex: trx }) inside the application's knex transaction", () => {
+  let ns: TestSchema
+  let knex: Knex
+  beforeAll(async () => {
+    ns = await createTestSchema(inject('databaseUrl'), 'knextx')
+    knex = knexFactory({ client: 'pg', connection: inject('databaseUrl'), pool: { min: 0, max: 2 }, searchPath: [ns.name] })
+    for (const statement of createTablesSql(bookstore)) await knex.raw(statement)
+  })
+  afterAll(async () => {
+    await knex?.destroy()
+    await ns?.drop()
+  })
+  const names = async () => (await knex('author').select('name').orderBy('name')).map((r: { name: string }) => r.name)
+
+  it("commits with the application's own writes, and sends no BEGIN or COMMIT of its own", async () => {
+    const queries: QueryEvent[] = []
+    await knex.transaction(async (trx) => {
+      await trx('author').insert({ name: 'by knex' })
+      const em = flushwave({ schema: bookstore, knex: trx, onQuery: (e) => void queries.push(e) }).em()
+      const author = em.create('Author', { name: 'by flushwave' })
+      em.create('Book', { title: 'in the same transaction', author })
+      const result = await em.flush()
+      // A fresh instance's id pool is empty: one round trip for the ids, one for the pipeline.
+      expect(result).toMatchObject({ statements: 2, roundTrips: 2 })
+      // Visible inside the transaction, to the application's next query on it.
+      expect((await trx('book').count<{ count: string }[]>('* as count'))[0]!.count).toBe('1')
+      expect(await names()).toEqual([]) // and to nobody else yet
+    })
+    expect(queries.filter((q) => q.phase === 'write').map((q) => q.text.split(' ')[0]!.toLowerCase())).toEqual(['insert', 'insert'])
+    expect(await names()).toEqual(['by flushwave', 'by knex'])
+  })
+
+  it("rolls back with the application's transaction", async () => {
+    await knex.raw('truncate author cascade')
+    const error = await knex
+      .transaction(async (trx) => {
+        await trx('author').insert({ name: 'knex, rolled back' })
+        const em = flushwave({ schema: bookstore, knex: trx }).em()
+        em.create('Author', { name: 'flushwave, rolled back' })
+        await em.flush()
+        throw new Error('the handler failed after the flush')
+      })
+      .catch((e: unknown) => e)
+    expect((error as Error).message).toBe('the handler failed after the flush')
+    expect(await names()).toEqual([])
+  })
+
+  it("a failing flush is a typed error, and the application's transaction rolls back", async () => {
+    await knex.raw('truncate author cascade')
+    await knex('author').insert({ name: 'taken', email: 'taken@example.com' })
+    const error = await knex
+      .transaction(async (trx) => {
+        await trx('author').insert({ name: 'knex, before the failure' })
+        const em = flushwave({ schema: bookstore, knex: trx }).em()
+        em.create('Author', { name: 'duplicate', email: 'taken@example.com' })
+        await em.flush()
+      })
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(UniqueViolationError)
+    expect(await names()).toEqual(['taken'])
   })
 })
