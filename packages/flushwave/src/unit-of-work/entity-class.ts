@@ -6,6 +6,8 @@ import { label, STATE, stateOf, type EntityState, type HasState } from './entity
 /** What entity accessors need from their EntityManager's unit of work. */
 export interface CollectionFactory {
   collection(entity: HasState, prop: string): unknown
+  /** A many-to-one was set: one-to-many collections find their items through these notes. */
+  noteReference(field: FieldMeta, from: HasState, to: unknown): void
 }
 
 type EntityClass = new (state: EntityState) => HasState
@@ -67,6 +69,7 @@ function classFor(meta: EntityMeta): EntityClass {
         checkValue(state, field, value)
         state.values[field.prop] = value
         state.touched = true
+        if (field.ref) (state.owner as CollectionFactory).noteReference(field, this, value)
       },
     })
   }

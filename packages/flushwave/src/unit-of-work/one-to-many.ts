@@ -2,7 +2,7 @@ import { EntityStateError } from '../errors.js'
 import type { OneToManyMeta } from '../schema/meta.js'
 import { CollectionBase } from './collection.js'
 import { label, STATE, stateOf, type HasState } from './entity-state.js'
-import type { IdentityMap } from './identity-map.js'
+import type { Referrers } from './referrers.js'
 
 /**
  * The inverse side of a many-to-one. It stores nothing: its items are the tracked entities whose
@@ -12,7 +12,7 @@ export class OneToManyCollection extends CollectionBase<HasState> {
   loaded: boolean
 
   constructor(
-    private readonly map: IdentityMap,
+    private readonly referrers: Referrers,
     private readonly owner: HasState,
     readonly meta: OneToManyMeta,
   ) {
@@ -27,7 +27,7 @@ export class OneToManyCollection extends CollectionBase<HasState> {
 
   protected current(): HasState[] {
     const items: HasState[] = []
-    for (const entity of this.map.of(this.meta.target)) {
+    for (const entity of this.referrers.of(this.meta.inverse, this.owner)) {
       const state = entity[STATE]
       if (state.values[this.meta.inverse.prop] !== this.owner) continue
       if (state.status === 'removed' || state.status === 'detached') continue

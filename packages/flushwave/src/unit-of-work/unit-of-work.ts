@@ -1,11 +1,12 @@
 import { EntityStateError, InvalidValueError } from '../errors.js'
-import type { EntityMeta } from '../schema/meta.js'
+import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { checkValue, makeEntity, type CollectionFactory } from './entity-class.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
 import { pinDates } from './dirty.js'
 import { IdentityMap } from './identity-map.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
+import { Referrers } from './referrers.js'
 import { uuidv7 } from './uuid-v7.js'
 
 const creatableProps = new WeakMap<EntityMeta, ReadonlySet<string>>()
@@ -23,6 +24,7 @@ function creatable(meta: EntityMeta): ReadonlySet<string> {
  */
 export class UnitOfWork implements CollectionFactory {
   readonly map = new IdentityMap()
+  private readonly referrers = new Referrers()
 
   create(meta: EntityMeta, data: Record<string, unknown>): HasState {
     // Untyped callers: `in` below would throw a raw TypeError on null or a string.
@@ -54,6 +56,7 @@ export class UnitOfWork implements CollectionFactory {
       else throw new InvalidValueError(meta.name, field.prop, data[field.prop], 'is required')
       checkValue(state, field, value)
       state.values[field.prop] = value
+      if (field.ref) this.referrers.note(field, entity, value)
     }
     this.map.add(entity)
     try {
@@ -101,7 +104,9 @@ export class UnitOfWork implements CollectionFactory {
         text = field.ref ? value : field.type.toText(value)
       }
       if (!(field.prop in snapshot)) snapshot[field.prop] = text
-      if (!(field.prop in state.values)) state.values[field.prop] = value
+      if (field.prop in state.values) return
+      state.values[field.prop] = value
+      if (field.ref) this.referrers.note(field, entity, value)
     })
     state.snapshot = snapshot
     state.status = 'managed'
@@ -127,9 +132,13 @@ export class UnitOfWork implements CollectionFactory {
     if (collection) return collection
     const o2m = state.meta.oneToMany.find((r) => r.prop === prop)
     const m2m = state.meta.manyToMany.find((r) => r.prop === prop)
-    collection = o2m ? new OneToManyCollection(this.map, entity, o2m) : new ManyToManyCollection(entity, m2m!)
+    collection = o2m ? new OneToManyCollection(this.referrers, entity, o2m) : new ManyToManyCollection(entity, m2m!)
     state.collections.set(prop, collection)
     return collection
+  }
+
+  noteReference(field: FieldMeta, from: HasState, to: unknown): void {
+    this.referrers.note(field, from, to)
   }
 
   /** The entity's state, after checking that it belongs to this unit of work. */

@@ -295,6 +295,50 @@ describe('flush', () => {
     const [row] = await db.sql`select author_id from book where id = ${book.id}`
     expect(Number(row!.author_id)).toBe(b.id)
   })
+
+  it('keeps one-to-many collections true through moves, removals, loads and a rolled-back transaction', async () => {
+    const setup = db.orm.em()
+    const a = setup.create('Author', { name: 'keeper a' })
+    const b = setup.create('Author', { name: 'keeper b' })
+    const books = Array.from({ length: 4 }, (_, i) => setup.create('Book', { title: `kept ${i}`, author: a }))
+    await setup.flush()
+
+    const em = db.orm.em()
+    const [loadedA, loadedB] = await Promise.all([em.load('Author', a.id), em.load('Author', b.id)])
+    await em.populate([loadedA, loadedB], 'books')
+    const [k0, k1, k2, k3] = loadedA.books.items
+    expect(loadedA.books.items.map((x) => x.title)).toEqual(books.map((x) => x.title))
+    k1!.author = loadedB // moved by assignment
+    loadedB.books.add(k2!) // moved through the collection
+    k2!.author = loadedA // and back
+    em.remove(k3!)
+    expect(loadedA.books.items).toEqual([k0, k2])
+    expect(loadedB.books.items).toEqual([k1])
+    // A reference read later (a stub made by em.ref) and loaded afterwards joins the right collection.
+    const late = em.create('Book', { title: 'late', author: em.ref('Author', b.id) })
+    expect(loadedB.books.items).toEqual([k1, late])
+
+    await em
+      .transaction(async (tx) => {
+        k0!.author = loadedB
+        await tx.flush()
+        expect(loadedA.books.items).toEqual([k2])
+        throw new Error('undo')
+      })
+      .catch(() => undefined)
+    // The rollback undid the flush, not the change: k0 still points at b, pending, and is in b's collection only.
+    expect(k0!.author).toBe(loadedB)
+    expect(loadedA.books.items).toEqual([k2])
+    expect(loadedB.books.items).toEqual([k1, late, k0])
+    await em.flush()
+    const rows = await db.sql`select title, author_id::int as author from book where title like 'kept %' or title = 'late' order by title`
+    expect(rows).toEqual([
+      { title: 'kept 0', author: b.id },
+      { title: 'kept 1', author: b.id },
+      { title: 'kept 2', author: a.id },
+      { title: 'late', author: b.id },
+    ])
+  })
 })
 
 describe('client-made ids', () => {
