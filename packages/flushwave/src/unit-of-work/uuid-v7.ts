@@ -1,18 +1,12 @@
-import { randomFillSync } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 
 /**
  * UUID version 7 (RFC 9562): 48 bits of Unix milliseconds then random bits, so ids made on the client
- * sort roughly by creation time and keep B-tree inserts local.
+ * sort roughly by creation time and keep B-tree inserts local. Built from a version-4 UUID, whose
+ * variant bits are v7's too and whose random bits after its version digit are the 74 v7 needs:
+ * `randomUUID()` draws from a cached entropy pool, where a `randomFill` per id cost ~7 µs per create.
  */
 export function uuidv7(now: number = Date.now()): string {
-  const b = randomFillSync(new Uint8Array(16))
-  let ms = now
-  for (let i = 5; i >= 0; i--) {
-    b[i] = ms % 256
-    ms = Math.floor(ms / 256)
-  }
-  b[6] = (b[6]! & 0x0f) | 0x70
-  b[8] = (b[8]! & 0x3f) | 0x80
-  const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('')
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+  const time = now.toString(16).padStart(12, '0')
+  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${randomUUID().slice(15)}`
 }
