@@ -4,8 +4,11 @@ import type { IdRequest } from '../sql/render-ids.js'
 import { FlushwaveError } from '../errors.js'
 import { IdRanges } from './id-ranges.js'
 
-/** A fetch never asks for more spare ids than this per table. */
-const MAX_SPARE = 4_096
+/**
+ * A fetch never asks for more spare ids than this per table. Spare blocks follow demand (twice the
+ * ids taken between fetches), so only a workload that takes this many between refills keeps it.
+ */
+const MAX_SPARE = 65_536
 
 export interface IdPoolOptions {
   /** Spare ids fetched with a table's first shortfall (default 256); later fetches size it from demand. */
@@ -38,8 +41,13 @@ interface TableIds {
   readonly ranges: IdRanges
   /** Ids taken since this table's last fetch: the demand that sizes its next spare block. */
   takenSinceFetch: number
-  /** The spare block its last fetch asked for: below half of it, the pool refills in the background. */
+  /** The spare ids its last fetch aimed to hold: below half of it, the pool refills in the background. */
   lastSpare: number
+  /**
+   * The most ids one take has asked for since the last fetch. The pool also refills below one and a
+   * half of it, so that the next flush as big as the last finds its ids ready however big it is.
+   */
+  largestTake: number
 }
 
 /**
@@ -131,7 +139,7 @@ export class IdPool {
     requests.forEach((r, i) => {
       const table = this.table(r.meta)
       table.ranges.add(blocks.ids[i]!)
-      Object.assign(table, { takenSinceFetch: 0, lastSpare: r.spare })
+      Object.assign(table, { takenSinceFetch: 0, lastSpare: r.spare, largestTake: 0 })
     })
     // Taken at once, before any other flush runs: these ids were fetched for this one.
     const ids = this.drain(counts)
@@ -153,7 +161,7 @@ export class IdPool {
       const spare = this.spareFor(meta)
       if (have - need >= spare / 2) continue
       requests.push({ meta, count: Math.max(0, need - have) + spare })
-      Object.assign(this.table(meta), { takenSinceFetch: 0, lastSpare: spare })
+      Object.assign(this.table(meta), { takenSinceFetch: 0, lastSpare: spare, largestTake: 0 })
     }
     return requests
   }
@@ -165,9 +173,11 @@ export class IdPool {
   }
 
   /**
-   * Starts a background fetch for every table below half its last spare block, unless a fetch is
-   * under way. A flush calls it once its transaction is over, so that the refill overlaps the time
-   * between flushes rather than the flush (with a pool of one connection it would wait behind it).
+   * Starts a background fetch for every table below half its last spare block, or below one and a
+   * half times the largest take since its last fetch (a flush of 10,000 new rows must find the next
+   * 10,000 ready, whatever half a block is), unless a fetch is under way. A flush calls it once its
+   * transaction is over, so that the refill overlaps the time between flushes rather than the flush
+   * (with a pool of one connection it would wait behind it).
    * Flushes that run short meanwhile queue behind it, as behind any fetch. A failed refill costs
    * nothing but the refill: the next shortfall fetches (and reports) as usual.
    */
@@ -176,10 +186,11 @@ export class IdPool {
     if (this.fetching || fetch === undefined) return
     const requests: { meta: EntityMeta; count: number }[] = []
     for (const [meta, table] of this.tables) {
-      if (table.lastSpare === 0 || table.ranges.size >= table.lastSpare / 2) continue
+      const have = table.ranges.size
+      if (table.lastSpare === 0 || have >= Math.max(table.lastSpare / 2, 1.5 * table.largestTake)) continue
       const spare = this.spareFor(meta)
       requests.push({ meta, count: spare })
-      Object.assign(table, { takenSinceFetch: 0, lastSpare: spare })
+      Object.assign(table, { takenSinceFetch: 0, lastSpare: spare, largestTake: 0 })
     }
     if (requests.length === 0) return
     this.fetching = true
@@ -214,13 +225,14 @@ export class IdPool {
       const table = this.table(meta)
       out.set(meta, table.ranges.take(count))
       table.takenSinceFetch += count
+      if (count > table.largestTake) table.largestTake = count
     }
     return out
   }
 
   private table(meta: EntityMeta): TableIds {
     let table = this.tables.get(meta)
-    if (table === undefined) this.tables.set(meta, (table = { ranges: new IdRanges(), takenSinceFetch: 0, lastSpare: 0 }))
+    if (table === undefined) this.tables.set(meta, (table = { ranges: new IdRanges(), takenSinceFetch: 0, lastSpare: 0, largestTake: 0 }))
     return table
   }
 }

@@ -140,6 +140,23 @@ describe('IdPool', () => {
     expect(calls.length).toBeLessThanOrEqual(12)
   })
 
+  it('keeps flushes larger than half a block from waiting: refills below one and a half of the largest take', async () => {
+    const { fetch, calls, fetchedTotal } = sequences(5)
+    const pool = new IdPool({ blockSize: 256 })
+    const waited: number[] = []
+    for (let flush = 0; flush < 30; flush++) {
+      const taken = await pool.take(new Map([[Review, 10_000]]), fetch)
+      waited.push(taken.fetched.length)
+      pool.refillIfLow()
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    expect(waited[0]).toBe(1)
+    expect(waited.slice(1)).toEqual(waited.slice(1).map(() => 0))
+    // Blocks grow to the cap at most: 300,000 ids used, at most one capped block more fetched.
+    expect(fetchedTotal('"review"')).toBeLessThanOrEqual(300_000 + 2 * 65_536)
+    expect(calls.length).toBeLessThanOrEqual(15)
+  })
+
   it('does not refill in the background from a transaction’s connection', async () => {
     const { fetch, calls } = sequences(0)
     const pool = new IdPool({ blockSize: 8 })
