@@ -14,6 +14,24 @@ export interface ColumnType<T> {
   selectExpr(quotedColumn: string): string
   /** Its values are objects that can change in place (Date, JSON): flushes diff them even without a setter call. */
   readonly mutable?: true
+  /**
+   * How values travel in the write statements' arrays (and sit in snapshots) when not as `toText`:
+   * timestamptz goes as epoch milliseconds in an int8 array, which PostgreSQL reads about 3x faster
+   * than date text (62,000 values: 14 ms against 41 ms), `decode` turning each back in SQL.
+   */
+  readonly wire?: Wire<T>
+}
+
+export interface Wire<T> {
+  readonly sqlType: string
+  encode(value: T): string
+  /** SQL turning `expr` (a value of `sqlType`) into the column's type, exactly. */
+  decode(expr: string): string
+}
+
+/** A value's text as flushes send it and snapshots hold it. */
+export function writeText<T>(type: ColumnType<T>, value: T): string {
+  return type.wire ? type.wire.encode(value) : type.toText(value)
 }
 
 const INT4_MIN = -(2 ** 31)
@@ -113,6 +131,17 @@ export const boolean: ColumnType<boolean> = {
 let lastTime = NaN
 let lastText = ''
 
+/**
+ * Epoch milliseconds as int8. Whole seconds and the remaining milliseconds are added as separate
+ * intervals: multiplying one interval by the whole count goes through float8 and would lose
+ * microseconds near year 9999; these products stay exact over years 1 to 9999.
+ */
+const epochMilliseconds: Wire<Date> = {
+  sqlType: 'int8',
+  encode: (v) => String(v.getTime()),
+  decode: (x) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`,
+}
+
 export const timestamptz: ColumnType<Date> = {
   sqlType: 'timestamptz',
   mutable: true,
@@ -130,6 +159,7 @@ export const timestamptz: ColumnType<Date> = {
     return lastText
   },
   fromDb: (raw) => (raw instanceof Date ? raw : new Date(String(raw))),
+  wire: epochMilliseconds,
   // JSON output of timestamptz is ISO 8601 whatever the session's DateStyle.
   selectExpr: (c) => `to_json(${c}) #>> '{}'`,
 }

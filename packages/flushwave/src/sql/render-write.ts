@@ -1,6 +1,6 @@
 import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type UnlinkCycleOp, type DeleteOp, type InsertOp, type LinkDeleteOp, type LinkInsertOp, type LinkPurgeOp, type Op, type RowSet, type UpdateOp } from '../plan/ops.js'
 import type { Plan } from '../plan/plan.js'
-import type { EntityMeta } from '../schema/meta.js'
+import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
 import { quoteIdent } from './quote.js'
 import type { WriteStatement } from './statement.js'
@@ -40,12 +40,20 @@ export function renderOp(op: Op): WriteStatement {
 function renderInsert(op: InsertOp) {
   const e = op.entity
   const names = [e.id.quoted, ...e.fields.map((f) => f.quoted)].join(', ')
-  const arrays = [`$1::${e.id.type.sqlType}[]`, ...e.fields.map((f, i) => `$${i + 2}::${f.type.sqlType}[]`)].join(', ')
+  const arrays = [`$1::${e.id.type.sqlType}[]`, ...e.fields.map((f, i) => `$${i + 2}::${wireType(f)}[]`)].join(', ')
+  // Columns that travel in another type are decoded by name; the rest pass through.
+  const select = e.fields.some((f) => f.type.wire)
+    ? `select d.c0, ${e.fields.map((f, i) => decoded(f, `d.c${i + 1}`)).join(', ')} from unnest(${arrays}) as d(${[e.id, ...e.fields].map((_, i) => `c${i}`).join(', ')})`
+    : `select * from unnest(${arrays})`
   return {
-    text: `insert into ${e.quotedTable} (${names}) select * from unnest(${arrays})`,
+    text: `insert into ${e.quotedTable} (${names}) ${select}`,
     params: [arrayLiteral(op.ids), ...op.columns.map(arrayLiteral)],
   }
 }
+
+/** The type a field's values travel in (see ColumnType.wire). */
+const wireType = (f: FieldMeta): string => (f.type.wire ?? f.type).sqlType
+const decoded = (f: FieldMeta, expr: string): string => (f.type.wire ? f.type.wire.decode(expr) : expr)
 
 function renderUpdate(op: UpdateOp) {
   const e = op.entity
@@ -57,8 +65,8 @@ function renderUpdate(op: UpdateOp) {
   e.fields.forEach((f, i) => {
     if (f.version) return
     const n = params.length
-    sets.push(`${f.quoted} = case when d.s${i + 1} then d.v${i + 1} else t.${f.quoted} end`)
-    arrays.push(`$${n + 1}::${f.type.sqlType}[]`, `$${n + 2}::bool[]`)
+    sets.push(`${f.quoted} = case when d.s${i + 1} then ${decoded(f, `d.v${i + 1}`)} else t.${f.quoted} end`)
+    arrays.push(`$${n + 1}::${wireType(f)}[]`, `$${n + 2}::bool[]`)
     aliases.push(`v${i + 1}`, `s${i + 1}`)
     params.push(arrayLiteral(op.columns[i]!.values), boolArrayLiteral(op.columns[i]!.set))
   })

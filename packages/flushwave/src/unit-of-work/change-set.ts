@@ -1,5 +1,6 @@
 import { EntityStateError } from '../errors.js'
 import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate, Text } from '../plan/changes.js'
+import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { label, STATE, type EntityState, type HasState } from './entity-state.js'
 import type { IdentityMap } from './identity-map.js'
@@ -46,7 +47,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   }
   const fieldText = (state: EntityState, field: FieldMeta, value: unknown): Text => {
     if (value === null) return null
-    if (!field.ref) return field.type.toText(value)
+    if (!field.ref) return writeText(field.type, value)
     const target = (value as HasState)[STATE]
     if (target.status === 'removed' || target.status === 'detached') {
       throw new EntityStateError(`${label(state)}.${field.prop} refers to ${label(target)}, which is ${target.status}`)

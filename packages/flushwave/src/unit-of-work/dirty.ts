@@ -1,3 +1,4 @@
+import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { STATE, type EntityState, type HasState } from './entity-state.js'
 import type { IdentityMap } from './identity-map.js'
@@ -10,7 +11,7 @@ import type { IdentityMap } from './identity-map.js'
 export function isChanged(state: EntityState, field: FieldMeta): boolean {
   if (field.version || !(field.prop in state.values)) return false
   const value = state.values[field.prop]
-  const now = field.ref || value === null ? value : field.type.toText(value)
+  const now = field.ref || value === null ? value : writeText(field.type, value)
   return !(state.snapshot && field.prop in state.snapshot && state.snapshot[field.prop] === now)
 }
 

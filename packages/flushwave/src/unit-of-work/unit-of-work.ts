@@ -1,4 +1,5 @@
 import { EntityStateError, InvalidValueError } from '../errors.js'
+import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { checkValue, makeEntity, type CollectionFactory } from './entity-class.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
@@ -101,7 +102,7 @@ export class UnitOfWork implements CollectionFactory {
       let text: unknown = null
       if (raw !== null && raw !== undefined) {
         value = field.ref ? this.reference(field.ref.target, field.ref.target.id.type.fromDb(raw)) : field.type.fromDb(raw)
-        text = field.ref ? value : field.type.toText(value)
+        text = field.ref ? value : writeText(field.type, value)
       }
       if (!(field.prop in snapshot)) snapshot[field.prop] = text
       if (field.prop in state.values) return

@@ -74,4 +74,25 @@ describe('column types', () => {
       expect(found.map((x) => x.id), JSON.stringify(where, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))).toEqual([s.id])
     }
   })
+
+  it('stores every millisecond exactly, on insert and on update, from year 1 to 9999 and before 1970', async () => {
+    const min = new Date('0001-01-01T00:00:00.000Z').getTime()
+    const max = new Date('9999-12-31T23:59:59.999Z').getTime()
+    // A seeded walk over the whole range, plus the edges and the instants around the epoch.
+    let seed = 20_261_122
+    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31)
+    const times = [min, max, -1, 0, 1, -999, -1000, -1001, 999, 1000, 1001, ...Array.from({ length: 500 }, () => Math.floor(min + random() * (max - min)))]
+    const em = db.orm.em()
+    const rows = times.map((time) => em.create('Sample', { at: new Date(time) }))
+    await em.flush()
+    const read = async () =>
+      new Map((await db.sql`select id, to_json(at) #>> '{}' as at from sample where id = any(${rows.map((r) => r.id)}::int8[])`).map((r) => [Number(r.id), new Date(r.at as string).getTime()]))
+    const inserted = await read()
+    expect(rows.map((r) => inserted.get(r.id))).toEqual(times)
+    // The same values through an update: each row takes its neighbour's time.
+    rows.forEach((r, i) => (r.at = new Date(times[(i + 1) % times.length]!)))
+    await em.flush()
+    const updated = await read()
+    expect(rows.map((r) => updated.get(r.id))).toEqual(times.map((_, i) => times[(i + 1) % times.length]))
+  })
 })

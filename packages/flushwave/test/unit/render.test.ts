@@ -31,6 +31,19 @@ describe('write statements', () => {
     expect(two[0]![0]!.params).toEqual(['{"1","2"}', '{"a","b"}'])
   })
 
+  it('render an insert whose Dates travel as epoch milliseconds, decoded by name', () => {
+    const at = new Date('2026-11-22T18:30:00.123Z')
+    const statement = renderPlan(
+      planFlush({ ...empty, inserts: [{ entity: Author, id: '7', values: ['Ann', null, '0', String(at.getTime())] }] }, bookstore.insertOrder),
+    )[0]![0]!
+    expect(statement.text).toBe(
+      'insert into "author" ("id", "name", "email", "rating", "created_at") ' +
+        `select d.c0, d.c1, d.c2, d.c3, (timestamptz 'epoch' + (d.c4 / 1000) * interval '1 second' + (d.c4 % 1000) * interval '1 millisecond') ` +
+        'from unnest($1::int8[], $2::text[], $3::text[], $4::numeric[], $5::int8[]) as d(c0, c1, c2, c3, c4)',
+    )
+    expect(statement.params).toEqual(['{"7"}', '{"Ann"}', '{NULL}', '{"0"}', '{"1795372200123"}'])
+  })
+
   it('render an update that sets only the fields each row changed', () => {
     const statement = renderPlan(
       planFlush(
@@ -49,8 +62,9 @@ describe('write statements', () => {
         '"name" = case when d.s1 then d.v1 else t."name" end, ' +
         '"email" = case when d.s2 then d.v2 else t."email" end, ' +
         '"rating" = case when d.s3 then d.v3 else t."rating" end, ' +
-        '"created_at" = case when d.s4 then d.v4 else t."created_at" end ' +
-        'from unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $8::timestamptz[], $9::bool[]) ' +
+        // Dates travel as epoch milliseconds and are decoded exactly on the server.
+        `"created_at" = case when d.s4 then (timestamptz 'epoch' + (d.v4 / 1000) * interval '1 second' + (d.v4 % 1000) * interval '1 millisecond') else t."created_at" end ` +
+        'from unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $8::int8[], $9::bool[]) ' +
         'as d(k, v1, s1, v2, s2, v3, s3, v4, s4) where t."id" = d.k',
     )
     expect(statement.params).toEqual(['{"7","8"}', '{"Ann",NULL}', '{t,f}', '{NULL,NULL}', '{f,t}', '{NULL,NULL}', '{f,f}', '{NULL,NULL}', '{f,f}'])
