@@ -26,7 +26,7 @@ export function planFlush(
   const inserts = byEntity(changes.inserts)
   const updates = byEntity(changes.updates)
   const deletes = byEntity(changes.deletes)
-  const newIds = new Map([...inserts].map(([entity, rows]) => [entity, new Set(rows.map((r) => r.id))]))
+  const newIds = newIdsOf(inserts)
   const fixUps: Op[] = []
   for (const entity of order) {
     const rows = inserts.get(entity)
@@ -37,17 +37,19 @@ export function planFlush(
   }
   ops.push(...fixUps)
   const links = order.flatMap((e) => e.manyToMany)
+  const linkAdds = byLink(changes.linkAdds)
   for (const link of links) {
-    const adds = unique(changes.linkAdds.filter((c) => c.link === link))
-    if (adds.length > 0) ops.push(linkOp('link-insert', link, adds))
+    const adds = linkAdds.get(link)
+    if (adds) ops.push(linkOp('link-insert', link, unique(adds)))
   }
   for (const entity of order) {
     const rows = updates.get(entity)
     if (rows) ops.push(updateOp(entity, rows))
   }
+  const linkRemoves = byLink(changes.linkRemoves)
   for (const link of links) {
-    const removes = unique(changes.linkRemoves.filter((c) => c.link === link))
-    if (removes.length > 0) ops.push(linkOp('link-delete', link, removes))
+    const removes = linkRemoves.get(link)
+    if (removes) ops.push(linkOp('link-delete', link, unique(removes)))
   }
   const doomed: RowSet[] = []
   const deleting: Op[] = []
@@ -76,7 +78,7 @@ export function planFlush(
 function breakCycles(
   entity: EntityMeta,
   rows: readonly RowInsert[],
-  newIds: ReadonlyMap<EntityMeta, ReadonlySet<string>>,
+  newIds: { get(entity: EntityMeta): ReadonlySet<string> | undefined },
 ): { now: readonly RowInsert[]; later: RowUpdate[] } {
   const fields = entity.fields.flatMap((f, i) => (f.ref?.fixUp ? [[f, i] as const] : []))
   if (fields.length === 0) return { now: rows, later: [] }
@@ -136,6 +138,32 @@ function unique(changes: readonly LinkChange[]): LinkChange[] {
     seen.add(key)
     return true
   })
+}
+
+/**
+ * The ids each table inserts, as sets, made on first use: only cycle-breaking references
+ * (`fixUp`) ask, and a flush of thousands of rows should not build sets nothing reads.
+ */
+function newIdsOf(inserts: ReadonlyMap<EntityMeta, readonly RowInsert[]>): { get(entity: EntityMeta): ReadonlySet<string> | undefined } {
+  const made = new Map<EntityMeta, ReadonlySet<string>>()
+  return {
+    get(entity) {
+      let ids = made.get(entity)
+      const rows = inserts.get(entity)
+      if (ids === undefined && rows !== undefined) made.set(entity, (ids = new Set(rows.map((r) => r.id))))
+      return ids
+    },
+  }
+}
+
+function byLink(changes: readonly LinkChange[]): Map<ManyToManyMeta, LinkChange[]> {
+  const out = new Map<ManyToManyMeta, LinkChange[]>()
+  for (const change of changes) {
+    const list = out.get(change.link)
+    if (list) list.push(change)
+    else out.set(change.link, [change])
+  }
+  return out
 }
 
 function byEntity<R extends { readonly entity: EntityMeta }>(rows: readonly R[]): Map<EntityMeta, R[]> {
