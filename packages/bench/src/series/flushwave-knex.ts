@@ -3,7 +3,7 @@ import { flushwave } from 'flushwave'
 import { benchSchema, flushwaveUnitsOfWork } from './flushwave.js'
 import type { SeriesFactory } from './types.js'
 
-/** The same plan, statement by statement in a knex transaction (node-postgres): the sequential baseline. */
+/** The same pipeline on a connection of a knex pool (its `pg` client), as an application on knex runs it. */
 export const series: SeriesFactory = {
   name: 'flushwave-knex',
   async open(url) {

@@ -6,8 +6,9 @@ import type { SeriesFactory } from './types.js'
  */
 export const SERIES = [
   'flushwave',
-  'flushwave-begin',
+  'flushwave-pg',
   'flushwave-knex',
+  'flushwave-begin',
   'raw-pipelined',
   'raw-sequential',
   'mikro-orm',
