@@ -72,7 +72,7 @@ afterAll(async () => {
 describe('knex migrations', () => {
   it('create exactly what createTablesSql(schema) creates, plus the database-only constraints', async () => {
     const applied = await migrateLatest({ url, searchPath: fromKnex.name })
-    expect(applied).toEqual(['20251122000001_catalog', '20251122000002_orders'])
+    expect(applied).toEqual(['20251122000001_catalog', '20251122000002_orders', '20261122000003_outcome_ledger'])
     const expected = await catalog(url, fromFlushwave.name)
     const actual = await catalog(url, fromKnex.name)
     expect(expected.length).toBeGreaterThan(80)
@@ -87,10 +87,10 @@ describe('knex migrations', () => {
       await knex.migrate.rollback({ migrationSource: new MigrationDirectory() }, true)
       expect(await catalog(url, fromKnex.name)).toEqual([])
       const [, pending] = (await knex.migrate.list({ migrationSource: new MigrationDirectory() })) as [unknown[], string[]]
-      expect(pending).toHaveLength(2)
+      expect(pending).toHaveLength(3)
     } finally {
       await knex.destroy()
     }
-    expect(await migrateLatest({ url, searchPath: fromKnex.name })).toHaveLength(2)
+    expect(await migrateLatest({ url, searchPath: fromKnex.name })).toHaveLength(3)
   })
 })

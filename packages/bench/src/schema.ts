@@ -1,3 +1,4 @@
+import { ledgerTableSql } from 'flushwave'
 /**
  * The benchmark's tables, shared by every series: the joist-benchmarks bookstore (author, book,
  * book_review, tag, book_tag) and 20 plain tables t01…t20 for mixedFlush. Foreign keys have no ON
@@ -53,6 +54,8 @@ export function createSql(): string[] {
       value int4 not null,
       updated_at timestamptz not null default now())`)
   }
+  // Flushwave's outcome ledger, which its flushes write a token to (its default).
+  out.push(...ledgerTableSql())
   return out
 }
 

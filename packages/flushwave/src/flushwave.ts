@@ -6,6 +6,7 @@ import { knexSource, poolSource } from './drivers/pg-source.js'
 import { FlushwaveError } from './errors.js'
 import type { Executor, QueryEvent } from './drivers/executor.js'
 import { PostgresJsExecutor } from './drivers/postgres-js.js'
+import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
 import { EntityManager } from './unit-of-work/entity-manager.js'
 import type { Hooks } from './unit-of-work/hooks.js'
@@ -41,6 +42,14 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly flushTimeoutMs?: number
   /** Lifecycle hooks and validation: `{ entities: { Author: { beforeCreate, validate, … } }, beforeFlush, afterCommit }`. */
   readonly hooks?: Hooks<D>
+  /**
+   * The outcome ledger table (default `flushwave_outcome`; `createTablesSql` creates it, and
+   * `ledgerTableSql()` gives its two statements for a migration). Each flush writes one row to it
+   * in its own transaction, in the statement that already fetches the transaction id, so that a flush
+   * whose connection fails is resolved as committed or rolled back whenever the server can be
+   * reached. `false` flushes without it: such a flush can then end with `outcome: 'unknown'`.
+   */
+  readonly outcomeLedger?: string | false
 }
 
 /** One per process (per database): holds the schema, the executor and the shared id pool. */
@@ -57,7 +66,13 @@ export class Flushwave<D extends SchemaDefs> {
     this.maxRowsPerStatement = options.maxRowsPerStatement
     const timeoutMs = options.flushTimeoutMs
     if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new FlushwaveError(`flushTimeoutMs must be a positive number of milliseconds, not ${timeoutMs}`)
-    const settings = { ...(options.onQuery ? { onQuery: options.onQuery } : {}), ...(timeoutMs === undefined ? {} : { timeoutMs }) }
+    const table = options.outcomeLedger ?? DEFAULT_LEDGER_TABLE
+    if (table !== false && (typeof table !== 'string' || table.length === 0)) throw new FlushwaveError(`outcomeLedger must be a table name or false, not ${String(table)}`)
+    const settings = {
+      ...(options.onQuery ? { onQuery: options.onQuery } : {}),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(table === false ? {} : { ledger: ledger(table) }),
+    }
     const given = [options.sql, options.pg, options.knex, options.executor].filter((x) => x !== undefined).length
     if (given !== 1) throw new FlushwaveError('flushwave() takes exactly one of `sql` (postgres.js), `pg` (a pg.Pool), `knex` or `executor`')
     this.executor =

@@ -4,7 +4,9 @@ import { readNextIds, renderNextIds, type IdRequest } from '../sql/render-ids.js
 import type { Statement, WriteStatement } from '../sql/statement.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
 import { firstFailure, lost, unknownFailure } from './failures.js'
-import { CAPTURE_TRANSACTION, OUTCOME_BUDGET_MS, resolveOutcome } from './outcome.js'
+import { Capture } from './capture.js'
+import { OUTCOME_BUDGET_MS, resolveOutcome } from './outcome.js'
+import type { Ledger } from '../sql/render-ledger.js'
 import { destroyConnection, pgQuery, pipelined, type PgClient, type PgResult } from './pg-client.js'
 import { endsSession, flushError, fromNodePostgres, isServerError } from './pg-error.js'
 import type { PgSource } from './pg-source.js'
@@ -14,6 +16,8 @@ export interface NodePostgresOptions {
   readonly onQuery?: (event: QueryEvent) => void
   /** Longest a flush may take, from checking out a connection to COMMIT (default 30 s). */
   readonly timeoutMs?: number
+  /** The outcome ledger each flush writes its token to (see sql/render-ledger.ts); none: undefined. */
+  readonly ledger?: Ledger | undefined
 }
 
 /**
@@ -27,12 +31,14 @@ export interface NodePostgresOptions {
  */
 export class NodePostgresExecutor implements Executor {
   private readonly timeoutMs: number
+  private readonly capture: Capture
 
   constructor(
     private readonly source: PgSource,
     private readonly options: NodePostgresOptions = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
+    this.capture = new Capture(options.ledger, this.timeoutMs)
   }
 
   async read(statement: Statement): Promise<unknown[][]> {
@@ -83,6 +89,7 @@ export class NodePostgresExecutor implements Executor {
       throw error instanceof FlushwaveError ? error : lost(error, 'rolled-back', undefined)
     })
     const statements = waves.flat()
+    const captured = this.capture.next()
     const flight: { xid?: string; pid?: number } = client.processID ? { pid: client.processID } : {}
     const unguard = guardErrors(client)
     let timedOut = false
@@ -95,12 +102,14 @@ export class NodePostgresExecutor implements Executor {
       const settled = await pipelined(client, () => {
         // In pipeline mode each query goes out as it is made: make them in order.
         const begin = client.query({ text: 'begin' })
-        const capture = client.query({ text: CAPTURE_TRANSACTION })
+        const capture = client.query(pgQuery(captured.statement))
         const queries = [begin, capture, ...statements.map((s) => this.send(client, s)), client.query({ text: 'commit' })]
         capture.then(({ rows }) => Object.assign(flight, rows[0] as { xid: string; pid: number }), () => undefined)
         return Promise.allSettled(queries)
       })
-      const failure = timedOut ? new Error('flush timed out') : firstFailure(settled, 2, statements, fromNodePostgres)
+      const failure = timedOut
+        ? new Error('flush timed out')
+        : ((settled[1]?.status === 'rejected' && this.capture.missingTable(settled[1].reason, fromNodePostgres)) || firstFailure(settled, 2, statements, fromNodePostgres))
       if (failure !== undefined) throw failure
       const tag = (settled.at(-1) as PromiseFulfilledResult<PgResult>).value.command
       if (tag !== 'COMMIT') throw new FlushError(`COMMIT answered ${tag}; nothing was committed`, unknownFailure)
@@ -112,7 +121,12 @@ export class NodePostgresExecutor implements Executor {
       clearTimeout(timer)
       broken = true
       destroyConnection(client)
-      const outcome = await resolveOutcome(this.source.openProbe, { xid: flight.xid, pid: flight.pid }, performance.now() + OUTCOME_BUDGET_MS, renderEvidence(waves))
+      const outcome = await resolveOutcome(
+        this.source.openProbe,
+        { xid: flight.xid, pid: flight.pid, ledger: captured.ledger },
+        performance.now() + OUTCOME_BUDGET_MS,
+        renderEvidence(waves),
+      )
       if (outcome === 'committed') return { rowCounts: [], roundTrips: 1, coldStatements: 0, recovered: { transactionId: flight.xid, cause: error } }
       throw lost(error, outcome, flight.xid, timedOut && this.timeoutMs)
     } finally {

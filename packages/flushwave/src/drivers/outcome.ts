@@ -1,4 +1,6 @@
 import type { Evidence } from '../sql/render-evidence.js'
+import { renderClaim, renderClaimedBy, type Ledger } from '../sql/render-ledger.js'
+import { uuidv7 } from '../unit-of-work/uuid-v7.js'
 import { withDeadline } from './timeout.js'
 
 /**
@@ -8,8 +10,11 @@ import { withDeadline } from './timeout.js'
  * asks the server on a fresh connection. Needs PostgreSQL 13 (`pg_current_xact_id`, `pg_xact_status`).
  */
 
-/** First statement after BEGIN: the transaction id (assigned now) and the server process. */
+/** First statement after BEGIN without a ledger: the transaction id (assigned now) and the server process. */
 export const CAPTURE_TRANSACTION = 'select pg_current_xact_id()::text as xid, pg_backend_pid() as pid'
+
+/** A flush's ledger token (uuid v7: tokens of one period sit together in the ledger's index). */
+export const newToken = (): string => uuidv7()
 
 export type Outcome = 'committed' | 'rolled-back' | 'unknown'
 
@@ -19,6 +24,8 @@ export interface InFlight {
   readonly xid: string | undefined
   /** The server process that ran it, when known. */
   readonly pid: number | undefined
+  /** The token the flush wrote to the outcome ledger in its transaction, when there is a ledger. */
+  readonly ledger?: { readonly ledger: Ledger; readonly token: string } | undefined
 }
 
 /** Runs one statement on a connection other than the failed one; rows as arrays. */
@@ -54,7 +61,9 @@ export async function resolveOutcome(open: OpenProbe, flight: InFlight, deadline
         // is this flush's: end it and take its id from pg_stat_activity (32 bits, widened here).
         const [row] = flight.pid === undefined ? [] : await probe(TERMINATE_AND_WIDEN, [String(flight.pid)])
         if (row === undefined) {
-          // No transaction to ask about: it is over, or never began. Rows it inserted can still tell.
+          // No transaction to ask about: it is over, or never began. The ledger decides.
+          if (flight.ledger) return await byLedger(connection.probe, open, flight.ledger, deadline)
+          // Without one, rows it inserted can still tell.
           if (evidence === undefined) return 'unknown'
           const [[found] = []] = await probe(evidence.text, evidence.params as string[])
           return Number(found) === evidence.rows ? 'committed' : 'unknown'
@@ -66,7 +75,8 @@ export async function resolveOutcome(open: OpenProbe, flight: InFlight, deadline
         const [[status] = []] = await probe('select pg_xact_status($1::xid8)', [xid])
         if (status === 'committed') return 'committed'
         if (status === 'aborted') return 'rolled-back'
-        if (status !== 'in progress') return 'unknown' // null: older than the server keeps statuses for
+        // null: older than the server keeps statuses for, or an id the server never used.
+        if (status !== 'in progress') return flight.ledger ? await byLedger(connection.probe, open, flight.ledger, deadline) : 'unknown'
         if (!terminated && flight.pid !== undefined) {
           await probe('select pg_terminate_backend($1::int4)', [String(flight.pid)])
           terminated = true
@@ -84,6 +94,40 @@ export async function resolveOutcome(open: OpenProbe, flight: InFlight, deadline
   }
   return 'unknown'
 }
+
+/**
+ * The ledger's answer (see sql/render-ledger.ts). The probe claims the token: a row back means the
+ * flush's transaction never wrote it and, the token now being taken, never will: rolled back. No row
+ * means the token is taken: by the flush, which therefore committed, or by an earlier probe. While
+ * the flush's transaction is still open the claim waits on it (the token's unique index); if that
+ * lasts, the transactions it waits on are ended (pg_blocking_pids names exactly them), which works
+ * without knowing the flush's server process, behind a pooler too.
+ */
+async function byLedger(probe: Probe, open: OpenProbe, flight: { readonly ledger: Ledger; readonly token: string }, deadline: number): Promise<Outcome> {
+  const bounded = <T>(work: Promise<T>) => withDeadline(work, deadline, timedOut)
+  const [[self] = []] = await bounded(probe('select pg_backend_pid()', []))
+  const claim = renderClaim(flight.ledger, flight.token)
+  const claiming = probe(claim.text, claim.params as string[])
+  let claimed = await Promise.race([claiming, sleep(CLAIM_PATIENCE_MS).then(() => WAITING)])
+  if (claimed === WAITING) {
+    const helper = open()
+    try {
+      await bounded(helper.probe('select pg_terminate_backend(b) from unnest(pg_blocking_pids($1::int4)) as b', [String(self)]))
+    } finally {
+      await helper.close().catch(() => undefined)
+    }
+    claimed = await bounded(claiming)
+  }
+  if (claimed.length > 0) return 'rolled-back'
+  const check = renderClaimedBy(flight.ledger, flight.token)
+  const [[byProbe] = []] = await bounded(probe(check.text, check.params as string[]))
+  if (byProbe === undefined) return 'unknown' // the token vanished: pruned, so far older than any flush in doubt
+  return byProbe === true || byProbe === 't' ? 'rolled-back' : 'committed'
+}
+
+/** How long a claim waits on the flush's open transaction before ending it. */
+const CLAIM_PATIENCE_MS = 200
+const WAITING = 'waiting' as const
 
 /**
  * After a crash, an id the server hands out again if the transaction never reached the WAL: asked

@@ -1,6 +1,8 @@
 import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
 import { ConnectionLostError, FlushError, FlushTimeoutError, FlushwaveError } from '../errors.js'
-import { CAPTURE_TRANSACTION, OUTCOME_BUDGET_MS, resolveOutcome, type OpenProbe } from './outcome.js'
+import { Capture } from './capture.js'
+import { OUTCOME_BUDGET_MS, resolveOutcome, type OpenProbe } from './outcome.js'
+import type { Ledger } from '../sql/render-ledger.js'
 import { afterStaleError, Reservation, ReserveTimeout } from './reservation.js'
 import { DEFAULT_FLUSH_TIMEOUT_MS, until, withDeadline } from './timeout.js'
 import { renderEvidence } from '../sql/render-evidence.js'
@@ -20,6 +22,8 @@ export interface PostgresJsOptions {
   readonly inTransaction?: boolean
   /** Longest a flush may take, from reserving a connection to COMMIT (default 30 s). */
   readonly timeoutMs?: number
+  /** The outcome ledger each flush writes its token to (see sql/render-ledger.ts); none: undefined. */
+  readonly ledger?: Ledger | undefined
 }
 
 /**
@@ -34,6 +38,7 @@ export class PostgresJsExecutor implements Executor {
   private readonly timeoutMs: number
   /** Set by a connection failure: the pool may have to reconnect before the next reservation. */
   private reconnecting = false
+  private readonly capture: Capture
 
   constructor(
     private readonly sql: Sql,
@@ -42,6 +47,7 @@ export class PostgresJsExecutor implements Executor {
     const configured = (sql as { options?: { max_pipeline?: number } }).options?.max_pipeline
     this.maxPipeline = Math.max(4, configured ?? 100)
     this.timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
+    this.capture = new Capture(options.ledger, this.timeoutMs)
   }
 
   async read(statement: Statement): Promise<unknown[][]> {
@@ -83,7 +89,7 @@ export class PostgresJsExecutor implements Executor {
       const counts = await Promise.all(
         connections.map(async (conn, c) => {
           const own = c === 0 ? idStatement : undefined
-          const shapes = prepares ? statements.filter((s) => s.text !== own?.text) : []
+          const shapes = prepares ? [...statements.filter((s) => s.text !== own?.text), ...this.capture.shapes()] : []
           const sends: (() => PendingQuery<Row[]>)[] = [
             // A query without parameters is never held back, so it hands over the connection.
             () => conn.sql.unsafe('select 1', [], conn.tracking as object),
@@ -159,6 +165,7 @@ export class PostgresJsExecutor implements Executor {
     let ended = false
     let commitSent = false
     let timedOut = false
+    const captured = this.capture.next()
     const flight: { xid?: string; pid?: number; begin?: PendingQuery<Row[]> } = {}
     let roundTrips = 0
     let coldStatements = 0
@@ -173,7 +180,7 @@ export class PostgresJsExecutor implements Executor {
         const last = index === batches.length - 1
         const queries: PendingQuery<Row[]>[] = []
         const begin = first ? conn.unsafe<Row[]>('begin', [], reservation.tracking as object) : undefined
-        const capture = first ? conn.unsafe<Row[]>(CAPTURE_TRANSACTION, [], { prepare: true }) : undefined
+        const capture = first ? this.run(conn, captured.statement) : undefined
         if (begin && capture) queries.push(begin, capture)
         for (const s of batch.statements) {
           this.emit('write', s)
@@ -193,7 +200,9 @@ export class PostgresJsExecutor implements Executor {
         roundTrips += pipelineRoundTrips(queries)
         coldStatements += newShapes(queries)
         const offset = first ? 2 : 0
-        const failure = timedOut ? new Error('flush timed out') : firstFailure(settled, offset, batch.statements)
+        const failure = timedOut
+          ? new Error('flush timed out')
+          : ((first && settled[1]?.status === 'rejected' && this.capture.missingTable(settled[1].reason)) || firstFailure(settled, offset, batch.statements))
         if (failure !== undefined) {
           // A pipelined COMMIT after a failure comes back as ROLLBACK; without one, end it here.
           ended = last && settled[settled.length - 1]?.status === 'fulfilled'
@@ -220,7 +229,12 @@ export class PostgresJsExecutor implements Executor {
       this.reconnecting = true
       reservation.terminate()
       const pid = flight.pid ?? (flight.begin && reservation.pidOf(flight.begin))
-      const outcome = await resolveOutcome(() => this.openProbe(), { xid: flight.xid, pid }, performance.now() + OUTCOME_BUDGET_MS, renderEvidence(waves))
+      const outcome = await resolveOutcome(
+        () => this.openProbe(),
+        { xid: flight.xid, pid, ledger: captured.ledger },
+        performance.now() + OUTCOME_BUDGET_MS,
+        renderEvidence(waves),
+      )
       if (outcome === 'committed' && commitSent) {
         return { rowCounts: [], roundTrips, coldStatements, recovered: { transactionId: flight.xid, cause: error } }
       }

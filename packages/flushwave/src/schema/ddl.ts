@@ -1,13 +1,14 @@
 import { quoteIdent } from '../sql/quote.js'
+import { DEFAULT_LEDGER_TABLE, ledgerTableSql } from '../sql/render-ledger.js'
 import type { Schema } from './define.js'
 import type { EntityMeta, FieldMeta } from './meta.js'
 
 /**
  * CREATE statements for a schema, in dependency order: enum types, entity tables (parents first,
- * foreign keys indexed), then join tables. For tests and quick starts; apps with migrations can
- * print it once and copy it.
+ * foreign keys indexed), join tables, then the outcome ledger (unless `outcomeLedger: false`, as
+ * given to flushwave()). For tests and quick starts; apps with migrations can print it once and copy it.
  */
-export function createTablesSql(schema: Schema): string[] {
+export function createTablesSql(schema: Schema, options: { readonly outcomeLedger?: string | false } = {}): string[] {
   const out: string[] = []
   const enums = new Map<string, readonly string[]>()
   for (const meta of schema.insertOrder) for (const f of meta.fields) if (f.enumValues) enums.set(f.type.sqlType, f.enumValues)
@@ -42,6 +43,8 @@ export function createTablesSql(schema: Schema): string[] {
       out.push(`create index on ${link.quotedTable} (${target})`)
     }
   }
+  const ledger = options.outcomeLedger ?? DEFAULT_LEDGER_TABLE
+  if (ledger !== false) out.push(...ledgerTableSql(ledger))
   return out
 }
 
