@@ -5,9 +5,10 @@ import type { Statement, WriteStatement } from '../sql/statement.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
 import { firstFailure, lost, unknownFailure } from './failures.js'
 import { Capture } from './capture.js'
+import { read } from './reads.js'
 import { OUTCOME_BUDGET_MS, resolveOutcome } from './outcome.js'
 import type { Ledger } from '../sql/render-ledger.js'
-import { destroyConnection, pgQuery, pipelined, type PgClient, type PgResult } from './pg-client.js'
+import { destroyConnection, guardErrors, pgQuery, pipelined, type PgClient, type PgResult } from './pg-client.js'
 import { endsSession, flushError, fromNodePostgres, isServerError } from './pg-error.js'
 import type { PgSource } from './pg-source.js'
 import { DEFAULT_FLUSH_TIMEOUT_MS, until, withDeadline } from './timeout.js'
@@ -43,7 +44,7 @@ export class NodePostgresExecutor implements Executor {
 
   async read(statement: Statement): Promise<unknown[][]> {
     this.emit('read', statement)
-    return (await this.source.query(pgQuery(statement, 'array'))).rows as unknown[][]
+    return (await read(() => this.source.query(pgQuery(statement, 'array')), { retry: !this.source.inTransaction, timeoutMs: this.timeoutMs })).rows as unknown[][]
   }
 
   async nextIds(requests: readonly IdRequest[]): Promise<IdBlocks> {
@@ -166,13 +167,3 @@ function rowCounts(waves: readonly (readonly WriteStatement[])[], settled: reado
   return waves.map((wave) => wave.map(() => (settled[i++] as PromiseFulfilledResult<PgResult>).value.rowCount ?? 0))
 }
 
-/**
- * node-postgres emits 'error' on a client whose socket ends while it is checked out; with no
- * listener that would crash the process. Listen for the duration of the flush.
- */
-function guardErrors(client: PgClient): () => void {
-  const emitter = client as unknown as { on?(event: 'error', fn: () => void): void; off?(event: 'error', fn: () => void): void }
-  const ignore = () => undefined
-  emitter.on?.('error', ignore)
-  return () => emitter.off?.('error', ignore)
-}

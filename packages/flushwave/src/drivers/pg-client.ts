@@ -74,3 +74,15 @@ export async function pipelined<T>(client: PgClient, send: () => Promise<T>): Pr
     client.pipeline = before
   }
 }
+
+/**
+ * node-postgres emits 'error' on a client whose socket ends while it is checked out; with no
+ * listener that would crash the process. Listen while Flushwave holds the client (a flush, a read,
+ * a transaction); the returned function stops listening.
+ */
+export function guardErrors(client: PgClient): () => void {
+  const emitter = client as unknown as { on?(event: 'error', fn: () => void): void; off?(event: 'error', fn: () => void): void }
+  const ignore = () => undefined
+  emitter.on?.('error', ignore)
+  return () => emitter.off?.('error', ignore)
+}

@@ -1,5 +1,7 @@
 import type { Knex } from 'knex'
 import type { OpenProbe } from './outcome.js'
+import { guardErrors } from './pg-client.js'
+import { isConnectionFailure } from './reads.js'
 import type { PgClient, PgPool, PgPoolClient, PgResult, PgStandaloneClient } from './pg-client.js'
 
 type QueryConfig = { text: string; values?: unknown[]; rowMode?: 'array' }
@@ -29,12 +31,30 @@ export function poolSource(pool: PgPool): PgSource {
   const openProbe = probeWith(async () => new (pool.Client ?? (await loadPg()).Client)(pool.options))
   return {
     inTransaction: false,
-    query: (config) => pool.query(config),
+    // Not pool.query(): it listens for one 'error' of the client only, and a connection the server
+    // ends mid-query can emit two (the FATAL, then the closed socket); the second would crash the process.
+    query: async (config) => {
+      const client = await pool.connect()
+      const unguard = guardErrors(client)
+      let broken = false
+      try {
+        return await client.query(config)
+      } catch (error) {
+        broken = isConnectionFailure(error)
+        throw error
+      } finally {
+        unguard()
+        client.release(broken ? new Error('flushwave: connection failed during a read') : undefined)
+      }
+    },
     acquire: () => pool.connect(),
     release: (client, broken) => (client as PgPoolClient).release(broken ? new Error('flushwave: connection cut during a flush') : undefined),
     openProbe,
     transaction: async (fn) => {
       const client = await pool.connect()
+      // The pool does not listen to a checked-out client: a connection ended while the transaction
+      // waits between statements would emit 'error' with no listener.
+      const unguard = guardErrors(client)
       let broken = false
       try {
         await client.query({ text: 'begin' })
@@ -45,6 +65,7 @@ export function poolSource(pool: PgPool): PgSource {
         await client.query({ text: 'rollback' }).catch(() => (broken = true))
         throw error
       } finally {
+        unguard()
         client.release(broken ? new Error('flushwave: rollback failed') : undefined)
       }
     },

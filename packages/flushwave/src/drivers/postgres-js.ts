@@ -1,6 +1,7 @@
 import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
 import { ConnectionLostError, FlushError, FlushTimeoutError, FlushwaveError } from '../errors.js'
 import { Capture } from './capture.js'
+import { read } from './reads.js'
 import { OUTCOME_BUDGET_MS, resolveOutcome, type OpenProbe } from './outcome.js'
 import type { Ledger } from '../sql/render-ledger.js'
 import { afterStaleError, Reservation, ReserveTimeout } from './reservation.js'
@@ -52,7 +53,8 @@ export class PostgresJsExecutor implements Executor {
 
   async read(statement: Statement): Promise<unknown[][]> {
     this.emit('read', statement)
-    const rows = await afterStaleError(() => this.run(this.sql, statement).values())
+    // afterStaleError: postgres.js may hand a terminated backend's FATAL to the next query (see there).
+    const rows = await read(() => afterStaleError(() => this.run(this.sql, statement).values()), { retry: !this.options.inTransaction, timeoutMs: this.timeoutMs })
     return rows as unknown as unknown[][]
   }
 
