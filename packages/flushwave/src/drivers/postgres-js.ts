@@ -220,6 +220,7 @@ export class PostgresJsExecutor implements Executor {
           if (tag !== 'COMMIT') throw new FlushError(`COMMIT answered ${tag}; nothing was committed`, unknownFailure)
         }
       }
+      resetBackoff(this.sql)
       return { rowCounts, roundTrips, coldStatements }
     } catch (error) {
       if (error instanceof FlushwaveError) {
@@ -333,4 +334,16 @@ async function settle(queries: readonly PendingQuery<Row[]>[], gone: Promise<voi
   // After the close, give the rejections postgres.js is delivering a turn of the event loop to land.
   await Promise.race([all, gone.then(() => new Promise((resolve) => setImmediate(resolve)))])
   return results
+}
+
+/**
+ * postgres.js lengthens the wait before reconnecting with every connection that closes with an error
+ * (a counter shared by the pool), and sets it back only when a query, not a reservation, opens a
+ * connection (postgres.js 3.4.9; flushes reconnect through reservations). After a dozen cut
+ * connections, reconnects waited seconds in the fault soak (docs/reliability.md). A flush that just
+ * committed proves the server reachable: the next reconnect needs no wait.
+ */
+function resetBackoff(sql: Sql): void {
+  const shared = (sql as unknown as { options?: { shared?: { retries?: number } } }).options?.shared
+  if (shared?.retries) shared.retries = 0
 }
