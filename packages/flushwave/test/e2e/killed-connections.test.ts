@@ -79,10 +79,11 @@ describe.each(EXECUTORS)('pooled connections killed under load, through %s', (na
       expect(counts.reads + counts.flushes).toBeGreaterThan(0)
 
       // Recovered: once the pool has noticed the last kills, a read and a flush work on the same
-      // instance. Not asserted for postgres.js 3.4.9, whose pool can lose connections for good when
-      // backends are ended mid-query (README, Limitations; about one run in three here): there, the
-      // requests above still all ended typed, the timed-out ones within the flush timeout.
-      if (name === 'postgres.js') return
+      // instance. Not asserted for postgres.js 3.4.9 unless KILLED_STRICT=1: its pool can lose
+      // connections when backends are ended mid-query (README, Limitations; a read still timed out
+      // after the storm in 2 of 5 strict runs): there, the requests above still all ended typed, the
+      // timed-out ones within the flush timeout.
+      if (name === 'postgres.js' && process.env.KILLED_STRICT !== '1') return
       await new Promise((resolve) => setTimeout(resolve, 500))
       const em = executor.orm.em()
       expect(await within(em.load('Note', 1), 'a read after the storm')).toMatchObject({ text: 'seed 1' })
