@@ -100,8 +100,10 @@ type Db = PostgresJsDatabase
 
 export const series: SeriesFactory = {
   name: 'drizzle',
-  async open(url) {
-    const client = postgres(url, { max: 1, onnotice: () => {} })
+  // Its postgres.js session already sends unnamed statements.
+  pooler: true,
+  async open(url, options = {}) {
+    const client = postgres(url, { max: options.poolSize ?? 1, onnotice: () => {} })
     const db = drizzle({ client })
     // postgres.js connects lazily: connect now (and fetch its array types), not in the first timed unit of work.
     await db.execute(drizzleSql`select 1`)

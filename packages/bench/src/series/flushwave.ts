@@ -65,9 +65,11 @@ export const series: SeriesFactory = flushwaveSeries('flushwave')
 export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => Executor): SeriesFactory {
   return {
     name,
-    async open(url) {
+    // Behind a pooler postgres.js must not name statements: `prepare: false` (Flushwave follows it).
+    pooler: true,
+    async open(url, options = {}) {
       // As Flushwave recommends: TCP_NODELAY, so a pipeline's later pieces never wait for an ACK.
-      const sql = postgres(url, { ...tcpNoDelay, max: 1, onnotice: () => {} })
+      const sql = postgres(url, { ...tcpNoDelay, max: options.poolSize ?? 1, prepare: !options.pooler, onnotice: () => {} })
       await sql`select 1` // connect now, not in the first timed unit of work
       const orm = flushwave(executor ? { schema: benchSchema, executor: executor(sql) } : { schema: benchSchema, sql })
       return flushwaveUnitsOfWork(() => orm.em(), () => sql.end())

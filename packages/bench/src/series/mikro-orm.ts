@@ -95,17 +95,20 @@ function mixed(table: string): MixedSchema {
 
 export const series: SeriesFactory = {
   name: 'mikro-orm',
-  async open(url) {
+  // node-postgres sends unnamed statements unless a query is given a name.
+  pooler: true,
+  async open(url, options = {}) {
     const orm = await MikroORM.init({
       clientUrl: url,
       entities: [Author, Book, BookReview, Tag, ...MIXED.values()],
-      pool: { min: 0, max: 1 },
+      pool: { min: 0, max: options.poolSize ?? 1 },
       debug: false,
       // The harness owns the schema: no database creation, no schema generator, no metadata cache
       // files (defineEntity needs no reflection, so nothing is discovered from the file system).
       ensureDatabase: false,
       metadataCache: { enabled: false },
     })
+    await orm.em.getConnection().execute('select 1') // connect now, not in the first timed unit of work
     return mikroOrmUnitsOfWork(orm)
   },
 }

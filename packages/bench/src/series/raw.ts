@@ -12,9 +12,10 @@ import type { Series, SeriesFactory, UnitOfWork } from './types.js'
 export function rawSeries(name: string, mode: 'pipelined' | 'sequential'): SeriesFactory {
   return {
     name,
-    async open(url) {
+    pooler: true,
+    async open(url, options = {}) {
       // As Flushwave recommends: TCP_NODELAY, so a pipeline's later pieces never wait for an ACK.
-      const sql = postgres(url, { ...tcpNoDelay, max: 1, onnotice: () => {} })
+      const sql = postgres(url, { ...tcpNoDelay, max: options.poolSize ?? 1, prepare: !options.pooler, onnotice: () => {} })
       await sql`select 1` // connect now, not in the first timed unit of work
       const commit = mode === 'pipelined' ? pipelined(sql) : sequential(sql)
       return rawUnitsOfWork(sql, commit)

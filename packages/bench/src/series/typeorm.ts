@@ -148,7 +148,8 @@ const ids = (values: readonly number[]) => In(values.map(String))
 
 export const series: SeriesFactory = {
   name: 'typeorm',
-  async open(url) {
+  pooler: true,
+  async open(url, options = {}) {
     const dataSource = new DataSource({
       type: 'postgres',
       url,
@@ -156,9 +157,10 @@ export const series: SeriesFactory = {
       synchronize: false,
       migrationsRun: false,
       logging: false,
-      extra: { max: 1 },
+      extra: { max: options.poolSize ?? 1 },
     })
     await dataSource.initialize()
+    await dataSource.query('select 1') // connect now, not in the first timed unit of work
     return typeormUnitsOfWork(dataSource)
   },
 }
