@@ -1,4 +1,4 @@
-import type { Run } from './runner.js'
+import { BASE, type Run } from './runner.js'
 
 export interface Results {
   readonly startedAt: string
@@ -9,8 +9,6 @@ export interface Results {
   readonly durationS: number
 }
 
-const BASE = 'flushwave'
-
 /** One table per scenario and size: a row per series, a column per latency, ratios to flushwave. */
 export function markdown(results: Results): string {
   const lines = [
@@ -18,35 +16,67 @@ export function markdown(results: Results): string {
     '',
     `${results.startedAt.slice(0, 10)} · ${Object.entries(results.machine).map(([k, v]) => `${k}: ${v}`).join(' · ')} · ${results.durationS.toFixed(0)} s`,
     '',
-    'Median ms per unit of work (ratio to `flushwave`; above 1 is slower). `stmts` and `rtt`: SQL',
-    'statements (BEGIN and COMMIT included) and round trips counted on the wire in a warm run at the',
-    'highest latency.',
+    ...LEGEND,
   ]
-  const cells = groupBy(results.runs, (r) => `${r.scenario} ${r.size}`)
-  for (const runs of cells.values()) {
-    const { scenario, size } = runs[0]!
-    const latencies = [...new Set(runs.map((r) => r.latencyMs))].sort((a, b) => a - b)
-    const series = [...new Set(runs.map((r) => r.series))]
-    lines.push('', `## ${scenario}${size ? ` ×${size}` : ''}`, '')
-    lines.push(`| series | ${latencies.map((l) => `${l} ms`).join(' | ')} | stmts | rtt |`)
-    lines.push(`|---|${latencies.map(() => '---:').join('|')}|---:|---:|`)
-    for (const s of series) {
-      const row = latencies.map((l) => {
-        const run = runs.find((r) => r.series === s && r.latencyMs === l)
-        const base = runs.find((r) => r.series === BASE && r.latencyMs === l)
-        if (!run) return '–'
-        return base ? `${run.medianMs.toFixed(1)} (${(run.medianMs / base.medianMs).toFixed(2)}×)` : run.medianMs.toFixed(1)
-      })
-      // Counted at the highest latency, where a client that does not wait cannot look like one that does.
-      const ref = runs.filter((r) => r.series === s).sort((a, b) => b.latencyMs - a.latencyMs)[0]
-      lines.push(`| ${s} | ${row.join(' | ')} | ${ref?.statements ?? '?'} | ${ref?.roundTrips ?? '?'} |`)
-    }
-  }
+  for (const runs of groupBy(results.runs, (r) => `${r.scenario} ${r.size}`).values()) lines.push('', ...cellTable(runs))
+  lines.push('', '## Tails', '', 'p95 / p99 ms per unit of work, from the same samples as the medians above.')
+  for (const runs of groupBy(results.runs, (r) => `${r.scenario} ${r.size}`).values()) lines.push('', ...tailTable(runs))
   if (results.unavailable.length > 0) {
     lines.push('', '## Not measured', '')
     for (const u of results.unavailable) lines.push(`- **${u.series}**: ${u.error.split('\n')[0]}`)
   }
   return lines.join('\n') + '\n'
+}
+
+const LEGEND = [
+  'Median ms per unit of work, then the ratio to `flushwave` in the same cell (above 1 is slower):',
+  'the median of the per-round ratios, and in brackets their interquartile range. The series of a',
+  'cell are sampled in rounds (each round: every series once, untimed preparation and a full GC',
+  'before each timed run, the order rotating by one per round), and a per-round ratio divides a',
+  "series' sample by flushwave's sample of the same round, so the machine's slow moments cancel.",
+  'A narrow bracket around a ratio means that ratio repeats; a bracket that straddles 1 means no',
+  'difference this machine can show. `stmts` and `rtt`: SQL statements (BEGIN and COMMIT included) and',
+  'round trips counted on the wire in a warm run at the highest latency. coldFlush is bulkCreate ×1 on',
+  'a series instance opened just before (connection open, `select 1` run), one instance per sample.',
+]
+
+const title = (r: Run) => `${r.scenario}${r.size ? ` ×${r.size}` : ''}`
+const latenciesOf = (runs: readonly Run[]) => [...new Set(runs.map((r) => r.latencyMs))].sort((a, b) => a - b)
+const seriesOf = (runs: readonly Run[]) => [...new Set(runs.map((r) => r.series))]
+
+export function ratioText(run: Run): string {
+  if (!run.ratio || run.series === BASE) return ''
+  const { median, q1, q3 } = run.ratio
+  return run.samples > 1 ? ` · ${median.toFixed(2)}× (${q1.toFixed(2)}–${q3.toFixed(2)})` : ` · ${median.toFixed(2)}×`
+}
+
+function cellTable(runs: readonly Run[]): string[] {
+  const latencies = latenciesOf(runs)
+  const lines = [`## ${title(runs[0]!)}`, '', `| series | ${latencies.map((l) => `${l} ms`).join(' | ')} | stmts | rtt |`, `|---|${latencies.map(() => '---:').join('|')}|---:|---:|`]
+  for (const s of seriesOf(runs)) {
+    const row = latencies.map((l) => {
+      const run = runs.find((r) => r.series === s && r.latencyMs === l)
+      return run ? `${run.medianMs.toFixed(1)}${ratioText(run)}${run.samples === 1 ? ' (1 run)' : ''}` : '–'
+    })
+    // Counted at the highest latency, where a client that does not wait cannot look like one that does.
+    const ref = runs.filter((r) => r.series === s).sort((a, b) => b.latencyMs - a.latencyMs)[0]
+    lines.push(`| ${s} | ${row.join(' | ')} | ${ref?.statements ?? '?'} | ${ref?.roundTrips ?? '?'} |`)
+  }
+  return lines
+}
+
+function tailTable(runs: readonly Run[]): string[] {
+  const latencies = latenciesOf(runs)
+  const lines = [`### ${title(runs[0]!)}`, '', `| series | ${latencies.map((l) => `${l} ms`).join(' | ')} | n |`, `|---|${latencies.map(() => '---:').join('|')}|---:|`]
+  for (const s of seriesOf(runs)) {
+    const mine = runs.filter((r) => r.series === s)
+    const row = latencies.map((l) => {
+      const run = mine.find((r) => r.latencyMs === l)
+      return run ? `${run.p95Ms.toFixed(1)} / ${run.p99Ms.toFixed(1)}` : '–'
+    })
+    lines.push(`| ${s} | ${row.join(' | ')} | ${Math.min(...mine.map((r) => r.samples))} |`)
+  }
+  return lines
 }
 
 export function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {

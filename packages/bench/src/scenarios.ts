@@ -21,11 +21,13 @@ export interface Prepared {
   verify(admin: postgres.Sql): Promise<void>
 }
 
-export type ScenarioName = 'bulkCreate' | 'bulkUpdate' | 'mixedFlush' | 'deleteGraph' | 'cpuFlush' | 'noopFlush'
+/** coldFlush is bulkCreate on a series opened just before (the runner opens one per sample). */
+export type ScenarioName = 'bulkCreate' | 'coldFlush' | 'bulkUpdate' | 'mixedFlush' | 'deleteGraph' | 'cpuFlush' | 'noopFlush'
 
 export function scenario(name: ScenarioName, size: number): Scenario {
   const prepare = {
     bulkCreate: prepareBulkCreate,
+    coldFlush: prepareBulkCreate,
     bulkUpdate: prepareBulkUpdate,
     mixedFlush: prepareMixedFlush,
     deleteGraph: prepareDeleteGraph,
