@@ -7,6 +7,8 @@ import vm from 'node:vm'
 v8.setFlagsFromString('--expose-gc')
 const collect = vm.runInNewContext('gc') as () => void
 
-export function fullGc(): void {
+/** Collects, then yields a few ms so V8's concurrent sweeping is done before the clock starts. */
+export async function fullGc(): Promise<void> {
   collect()
+  await new Promise((resolve) => setTimeout(resolve, 3))
 }

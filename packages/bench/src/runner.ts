@@ -83,7 +83,7 @@ export async function measureCell(
     const lease = await subject.acquire()
     try {
       const prepared: Prepared = await sc.prepare(admin, lease.series, marker())
-      fullGc()
+      await fullGc()
       if (count) wire.reset()
       const started = performance.now()
       await prepared.run()
