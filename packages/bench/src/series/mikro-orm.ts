@@ -70,6 +70,12 @@ const Tag = defineEntity({
   },
 })
 
+const ScaleItem = defineEntity({
+  name: 'ScaleItem',
+  tableName: 'scale_item',
+  properties: { id: p.bigint('number').primary(), name: p.text() },
+})
+
 /** t01…t20 share one shape; each is its own entity (T01…T20) on its own table. */
 function mixedEntity(table: string) {
   return defineEntity({
@@ -100,7 +106,7 @@ export const series: SeriesFactory = {
   async open(url, options = {}) {
     const orm = await MikroORM.init({
       clientUrl: url,
-      entities: [Author, Book, BookReview, Tag, ...MIXED.values()],
+      entities: [Author, Book, BookReview, Tag, ScaleItem, ...MIXED.values()],
       pool: { min: 0, max: options.poolSize ?? 1 },
       debug: false,
       // The harness owns the schema: no database creation, no schema generator, no metadata cache
@@ -196,6 +202,13 @@ function mikroOrmUnitsOfWork(orm: MikroORM): Series {
       const em = fork()
       await em.find(mixed(seed.table), { id: { $in: [...seed.ids] } })
       return async () => {
+        await em.flush()
+      }
+    },
+    async scale(names) {
+      return async () => {
+        const em = fork()
+        for (const name of names) em.create(ScaleItem, { name })
         await em.flush()
       }
     },

@@ -162,6 +162,14 @@ function prismaUnitsOfWork(prisma: Client): Series {
         await prisma.$transaction(async () => {})
       }
     },
+    async scale(names) {
+      return async () => {
+        // createMany: Prisma splits it into statements under PostgreSQL's bind parameter limit.
+        await prisma.$transaction(async (tx: Tx) => {
+          await tx.scaleItem.createMany({ data: names.map((name) => ({ name })) })
+        })
+      }
+    },
     close: () => prisma.$disconnect(),
   }
 }

@@ -13,6 +13,11 @@ export interface Series {
   deleteGraph(seed: DeleteSeed): Promise<UnitOfWork>
   cpuFlush(seed: CpuSeed): Promise<UnitOfWork>
   noopFlush(seed: CpuSeed): Promise<UnitOfWork>
+  /**
+   * scale (optional: only where writing N new entities in one unit of work is natural): insert one
+   * scale_item row per name, ids from the table's sequence, in one transaction.
+   */
+  scale?(names: readonly string[]): Promise<UnitOfWork>
   close(): Promise<void>
 }
 
