@@ -1,5 +1,10 @@
 /**
- * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,coldFlush] [--pooler]
+ * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,coldFlush,scale,throughput]
+ *            [--pooler] [--profile] [--clients 32] [--duration 10]
+ *
+ * Without flags: every cell scenario at 0, 1, 2, 5 and 10 ms, then scale, throughput and the phase
+ * profile (about 50 minutes on a 2-core machine; the estimate is printed first). `--profile` alone
+ * runs only the phase profile; `--scenario` picks cells and sections by name.
  *
  * One embedded PostgreSQL (or DATABASE_URL), one real toxiproxy (or TOXIPROXY_URL) adding latency
  * to every server→client chunk, and every series doing the same units of work through it, side by
@@ -9,13 +14,16 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import { parseArgs } from 'node:util'
+import { barChart } from './bar-chart.js'
 import { chart } from './chart.js'
 import { startEnvironment } from './environment.js'
 import { mmss, Progress } from './progress.js'
 import { updateReadme } from './readme.js'
 import { markdown, type Results } from './report.js'
 import { measureCell, type Case, type MeasureOptions, type Run, type Subject } from './runner.js'
-import type { ScenarioName } from './scenarios.js'
+import { measurePhases, phaseTable, type PhaseRow } from './phases.js'
+import { scaleChart } from './scale-report.js'
+import { measureThroughput, type ThroughputRow } from './throughput.js'
 import { loadSeries, SERIES } from './series/index.js'
 import type { OpenOptions, Series, SeriesFactory } from './series/types.js'
 
@@ -26,6 +34,9 @@ const { values: args } = parseArgs({
     series: { type: 'string' },
     scenario: { type: 'string' },
     pooler: { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+    clients: { type: 'string', default: '32' },
+    duration: { type: 'string', default: '10' },
   },
 })
 
@@ -47,22 +58,34 @@ const QUICK: Case[] = [
   { scenario: 'bulkCreate', size: 1, zeroLatencyOnly: false },
   { scenario: 'mixedFlush', size: 10, zeroLatencyOnly: false },
 ]
-// coldFlush is not in QUICK's list but may be asked for by name.
-const EXTRA: Case[] = [{ scenario: 'coldFlush', size: 1, zeroLatencyOnly: false }]
+const SCALE: Case[] = [1_000, 10_000, 100_000].map((size) => ({ scenario: 'scale', size, zeroLatencyOnly: true }))
+// A scale run projected (from the size before) to take longer than this is skipped.
+const SCALE_CAP_MS = 20_000
+// A series whose single run of a cell took longer than this is not run for that case at higher
+// latencies (Prisma's bulkCreate ×100: 12,400 round trips, two minutes at 10 ms).
+const SLOW_CAP_MS = 15_000
+// flushwave-begin's executor is sql.begin on a shared pool, which postgres.js refuses with max > 1.
+const NOT_IN_THROUGHPUT = new Set(['flushwave-begin'])
 
 const list = (s: string | undefined) => s?.split(',').map((x) => x.trim()).filter(Boolean)
 const latencies = (list(args.latency) ?? (args.quick ? ['0', '2'] : ['0', '1', '2', '5', '10'])).map(Number)
-const scenarios = list(args.scenario) as ScenarioName[] | undefined
-const pool = args.quick ? [...QUICK, ...EXTRA] : FULL
-const cases = scenarios ? pool.filter((c) => scenarios.includes(c.scenario)) : args.quick ? QUICK : FULL
+const scenarios = list(args.scenario)
+const onlyProfile = args.profile && !scenarios && !args.quick
+const fullDefault = !args.quick && !args.latency && !args.series && !args.scenario && !args.pooler && !args.profile
+const cases = onlyProfile ? [] : scenarios ? [...FULL, ...SCALE].filter((c) => scenarios.includes(c.scenario)) : args.quick ? QUICK : [...FULL, ...SCALE]
+const wantThroughput = fullDefault || !!scenarios?.includes('throughput')
+const wantProfile = fullDefault || args.profile
 const seriesNames = list(args.series) ?? [...SERIES]
 // Per series and cell: the rounds of one cell take about budgetMs × its series.
-const options: MeasureOptions = args.quick ? { budgetMs: 2_000, minSamples: 15, maxSamples: 40 } : { budgetMs: 2_000, minSamples: 7, maxSamples: 30 }
-const fullDefault = !args.quick && !args.latency && !args.series && !args.scenario && !args.pooler
+const options: MeasureOptions = args.quick ? { budgetMs: 2_000, minSamples: 20, maxSamples: 40 } : { budgetMs: 1_500, minSamples: 7, maxSamples: 25 }
+const scaleOptions: MeasureOptions = { budgetMs: 3_000, minSamples: 3, maxSamples: 10 }
+const throughputOptions = { clients: Number(args.clients), durationMs: Number(args.duration) * 1000, tables: 5, maxIterations: 20_000 }
+const THROUGHPUT_LATENCY = 5
+const THROUGHPUT_POOL = 10
 
 const startedAt = new Date()
 const log = (line: string) => process.stderr.write(line + '\n')
-const env = await startEnvironment({ pooler: args.pooler, poolerSize: 10 })
+const env = await startEnvironment({ pooler: args.pooler, poolerSize: THROUGHPUT_POOL })
 const openOptions: OpenOptions = { pooler: args.pooler }
 
 const factories: SeriesFactory[] = []
@@ -82,16 +105,30 @@ for (const name of seriesNames) {
 
 const runs: Run[] = []
 const failed = new Set<string>()
+const notes: string[] = []
+const scaleSkipped = new Set<string>()
+const slowSkipped = new Set<string>()
+const caseKey = (c: Case, series: string) => `${c.scenario}×${c.size} ${series}`
+const throughput: ThroughputRow[] = []
+let phases: PhaseRow[] | undefined
 const cells = latencies.flatMap((l) => cases.filter((c) => l === 0 || !c.zeroLatencyOnly).map((c) => [l, c] as const))
-const progress = new Progress(cells.length)
-log(`${cells.length} cells × ${factories.length} series; about ${mmss((cells.length * factories.length * (options.budgetMs + 1_500)) / 1000)} by the budget`)
+const progress = new Progress(cells.length + (wantThroughput ? 1 : 0) + (wantProfile ? 1 : 0))
+log(`${cells.length} cells × ${factories.length} series${wantThroughput ? ', throughput' : ''}${wantProfile ? ', profile' : ''}: about ${mmss(estimateS())} by the budget`)
 try {
   for (const [latency, c] of cells) {
     await env.proxy.setLatency(latency)
     const label = `${c.scenario}${c.size ? `×${c.size}` : ''} @${latency}ms`
     log(progress.line(label))
-    const subjects = factories.filter((f) => !failed.has(f.name)).map((f) => subject(f, c.scenario === 'coldFlush'))
-    const cell = await measureCell(c, subjects, env.admin, env.wire, latency, options)
+    const subjects = factories
+      .filter((f) => !failed.has(f.name) && !slowSkipped.has(caseKey(c, f.name)))
+      .filter((f) => c.scenario !== 'scale' || (opened.get(f.name)?.scale && !scaleSkipped.has(f.name)))
+      .map((f) => subject(f, c.scenario === 'coldFlush'))
+    const cell = await measureCell(c, subjects, env.admin, env.wire, latency, c.scenario === 'scale' ? scaleOptions : options)
+    if (c.scenario === 'scale') capScale(cell.runs, c.size)
+    for (const run of cell.runs.filter((r) => r.samples === 1 && r.medianMs > SLOW_CAP_MS && c.scenario !== 'scale')) {
+      slowSkipped.add(caseKey(c, run.series))
+      notes.push(`${run.series}: ${label} took ${(run.medianMs / 1000).toFixed(0)} s in one run; not run for this case at higher latencies`)
+    }
     for (const run of cell.runs) {
       runs.push(run)
       const r = run.ratio ? ` (${run.ratio.median.toFixed(2)}× [${run.ratio.q1.toFixed(2)}–${run.ratio.q3.toFixed(2)}])` : ''
@@ -103,6 +140,28 @@ try {
       unavailable.push({ series: f.series, error: `${label}: ${message(f.error)}` })
       log(`  FAIL ${f.series}: ${message(f.error)}`)
     }
+    progress.finished()
+  }
+  if (wantThroughput) {
+    await env.proxy.setLatency(THROUGHPUT_LATENCY)
+    log(progress.line(`throughput: ${throughputOptions.clients} clients, pool ${THROUGHPUT_POOL}, ${throughputOptions.durationMs / 1000} s each`))
+    for (const factory of factories.filter((f) => !failed.has(f.name) && !NOT_IN_THROUGHPUT.has(f.name))) {
+      const series = await factory.open(env.url, { ...openOptions, poolSize: THROUGHPUT_POOL })
+      try {
+        const row = await measureThroughput(factory.name, series, env.admin, THROUGHPUT_LATENCY, THROUGHPUT_POOL, throughputOptions)
+        throughput.push(row)
+        log(`  ${row.series}: ${row.flushesPerSecond.toFixed(0)} flushes/s, p50 ${row.p50Ms.toFixed(1)} ms, p99 ${row.p99Ms.toFixed(1)} ms, ${row.errors} errors${row.firstError ? ` (${row.firstError.split('\n')[0]})` : ''}`)
+      } finally {
+        await series.close().catch(() => undefined)
+      }
+    }
+    progress.finished()
+  }
+  if (wantProfile) {
+    await env.proxy.setLatency(0)
+    log(progress.line('profile: the phases of a Flushwave flush at 0 ms'))
+    phases = await measurePhases(env.url, env.admin, (size) => (size === 1 ? 40 : 10))
+    log(phaseTable(phases))
     progress.finished()
   }
 } finally {
@@ -124,6 +183,9 @@ const results: Results = {
   runs,
   unavailable,
   durationS: (Date.now() - startedAt.getTime()) / 1000,
+  notes,
+  throughput,
+  ...(phases ? { phases } : {}),
 }
 const dir = new URL('../results/', import.meta.url)
 const stem = args.pooler ? 'latest-pooler' : 'latest'
@@ -131,8 +193,14 @@ await mkdir(dir, { recursive: true })
 await writeFile(new URL(`${stem}.json`, dir), JSON.stringify(results, null, 2) + '\n')
 await writeFile(new URL(`${stem}.md`, dir), markdown(results))
 const create1 = runs.filter((r) => r.scenario === 'bulkCreate' && r.size === 1)
-await writeFile(new URL(`${stem}.svg`, dir), chart(create1, 'bulkCreate ×1: 1 author, 10 books, 100 reviews, 50 tags, 50 links'))
-log(`\nwrote packages/bench/results/${stem}.{json,md,svg} in ${results.durationS.toFixed(0)} s`)
+if (create1.length > 0) await writeFile(new URL(`${stem}.svg`, dir), chart(create1, 'bulkCreate ×1: 1 author, 10 books, 100 reviews, 50 tags, 50 links'))
+const scaled = runs.filter((r) => r.scenario === 'scale')
+if (scaled.length > 0) await writeFile(new URL(`${stem}-scale.svg`, dir), scaleChart(scaled))
+if (throughput.length > 0) {
+  const title = `throughput: ${throughputOptions.clients} clients, mixedFlush ×5, pool of ${THROUGHPUT_POOL}, ${THROUGHPUT_LATENCY} ms latency`
+  await writeFile(new URL(`${stem}-throughput.svg`, dir), barChart(title, 'flushes per second (load + flush)', throughput.map((t) => ({ name: t.series, value: t.flushesPerSecond }))))
+}
+log(`\nwrote packages/bench/results/${stem}.* in ${results.durationS.toFixed(0)} s`)
 // A full default run also refreshes the benchmark section of the repository's README.
 if (fullDefault) await updateReadme(results)
 process.stdout.write(markdown(results))
@@ -149,6 +217,29 @@ function subject(factory: SeriesFactory, fresh: boolean): Subject {
       return { series, release: () => series.close() }
     },
   }
+}
+
+/** After a scale size, skip at the next (10×) size the series projected to take over the cap there. */
+function capScale(cellRuns: readonly Run[], size: number): void {
+  for (const r of cellRuns) {
+    const projected = r.medianMs * 10
+    if (size < 100_000 && projected > SCALE_CAP_MS && !scaleSkipped.has(r.series)) {
+      scaleSkipped.add(r.series)
+      notes.push(`${r.series}: skipped above ${size.toLocaleString('en')} rows (${(r.medianMs / 1000).toFixed(1)} s there, about ${(projected / 1000).toFixed(0)} s projected at 10×)`)
+    }
+  }
+}
+
+/**
+ * A rough total by the budgets: per cell and series, the sampling budget plus about 2.5 s of
+ * verification, warm-up and untimed preparation; scale, throughput and profile on top.
+ */
+function estimateS(): number {
+  const n = factories.length
+  const regular = cells.filter(([, c]) => c.scenario !== 'scale').length
+  const scale = cells.length - regular
+  return (regular * n * (options.budgetMs + 2_500) + scale * n * (scaleOptions.budgetMs + 6_000)) / 1000 +
+    (wantThroughput ? n * (throughputOptions.durationMs / 1000 + 8) : 0) + (wantProfile ? 60 : 0)
 }
 
 function message(error: unknown): string {

@@ -1,4 +1,7 @@
+import { phaseTable, type PhaseRow } from './phases.js'
 import { BASE, type Run } from './runner.js'
+import { scaleTable } from './scale-report.js'
+import { throughputTable, type ThroughputRow } from './throughput.js'
 
 export interface Results {
   readonly startedAt: string
@@ -7,10 +10,14 @@ export interface Results {
   /** Series that could not be loaded or failed verification, with the error. */
   readonly unavailable: readonly { readonly series: string; readonly error: string }[]
   readonly durationS: number
+  /** scale series skipped at a size, and why. */
+  readonly notes?: readonly string[]
+  readonly throughput?: readonly ThroughputRow[]
+  readonly phases?: readonly PhaseRow[]
 }
 
 /** One table per scenario and size: a row per series, a column per latency, ratios to flushwave. */
-export function markdown(results: Results): string {
+export function markdown(results: Results, options: { tails?: boolean; charts?: string } = {}): string {
   const lines = [
     `# Flushwave benchmark`,
     '',
@@ -18,15 +25,60 @@ export function markdown(results: Results): string {
     '',
     ...LEGEND,
   ]
-  for (const runs of groupBy(results.runs, (r) => `${r.scenario} ${r.size}`).values()) lines.push('', ...cellTable(runs))
-  lines.push('', '## Tails', '', 'p95 / p99 ms per unit of work, from the same samples as the medians above.')
-  for (const runs of groupBy(results.runs, (r) => `${r.scenario} ${r.size}`).values()) lines.push('', ...tailTable(runs))
+  const cells = groupBy(results.runs.filter((r) => r.scenario !== 'scale'), (r) => `${r.scenario} ${r.size}`)
+  for (const runs of cells.values()) lines.push('', ...cellTable(runs))
+  lines.push(...extras(results, '##', options.charts))
+  if (cells.size > 0 && options.tails !== false) lines.push('', '## Tails', '', 'p95 / p99 ms per unit of work, from the same samples as the medians above.')
+  if (options.tails !== false) for (const runs of cells.values()) lines.push('', ...tailTable(runs))
+  const slow = (results.notes ?? []).filter((n) => !n.includes('rows'))
+  if (slow.length > 0) lines.push('', '## Cut short', '', ...slow.map((n) => `- ${n}`))
   if (results.unavailable.length > 0) {
     lines.push('', '## Not measured', '')
     for (const u of results.unavailable) lines.push(`- **${u.series}**: ${u.error.split('\n')[0]}`)
   }
   return lines.join('\n') + '\n'
 }
+
+/** The sections after the cell tables: scale, throughput, phases. */
+export function extras(results: Results, heading = '##', charts?: string): string[] {
+  const lines: string[] = []
+  const scale = results.runs.filter((r) => r.scenario === 'scale')
+  if (scale.length > 0) {
+    lines.push('', `${heading} scale`, '', ...SCALE_LEGEND, '', scaleTable(scale))
+    for (const note of (results.notes ?? []).filter((n) => n.includes('rows'))) lines.push(`- ${note}`)
+    if (charts) lines.push('', `![scale: µs per row against rows, log axes](${charts}latest-scale.svg)`)
+  }
+  const tp = results.throughput
+  if (tp && tp.length > 0) {
+    const t = tp[0]!
+    lines.push('', `${heading} throughput`, '')
+    lines.push(`${t.clients} clients, each doing mixedFlush ×5 (load the rows, then one unit of work) one after another`)
+    lines.push(`for ${t.seconds.toFixed(0)} s on one series instance with a pool of ${t.poolSize} connections, at ${t.latencyMs} ms latency. flushes/s`)
+    lines.push('counts whole requests (load and flush; raw-pipelined loads nothing, it has the ids); p50 and p99 are',
+      'of the flush alone. flushwave-begin is left out: postgres.js refuses its `sql.begin` on a pool of 10.', '', throughputTable(tp))
+    if (charts) lines.push('', `![throughput: flushes per second per series](${charts}latest-throughput.svg)`)
+  }
+  const ph = results.phases
+  if (ph && ph.length > 0) lines.push('', `${heading} where a flush's time goes`, '', ...PHASE_LEGEND, '', phaseTable(ph))
+  return lines
+}
+
+const SCALE_LEGEND = [
+  'µs per row (median of the run, ÷ rows) of one unit of work inserting N new rows into one table,',
+  'at 0 ms latency: what grows with N is client work and PostgreSQL\'s. Flushwave: `em.create` × N,',
+  '`flush`; raw-pipelined: ids from `nextval`, one `unnest` insert, in a transaction; MikroORM:',
+  '`em.create` × N, `flush`; TypeORM: `insert` of an array per 10,000 rows; Drizzle:',
+  '`insert().values()` per 10,000 rows (PostgreSQL takes at most 65,535 parameters); Prisma:',
+  '`createMany`. Each in a transaction. A series whose projected time at the next size is over',
+  'the cap is skipped there (listed below the table).',
+]
+
+const PHASE_LEGEND = [
+  'Median ms per phase of a Flushwave flush (postgres.js executor, 0 ms latency, warm instance): `create`',
+  'is the harness timing the `em.create` calls (for cpuFlush, setting 10,000 values); the rest are the',
+  "FlushResult's `phases`, which sum to its `durationMs`. `ids` and `write` include waiting on the",
+  'server; every other phase is client CPU.',
+]
 
 const LEGEND = [
   'Median ms per unit of work, then the ratio to `flushwave` in the same cell (above 1 is slower):',
