@@ -1,4 +1,4 @@
-import { COLORS, escape, svgOpen } from './svg.js'
+import { COLORS, escape, px, svgOpen } from './svg.js'
 
 const W = 760
 const M = { left: 130, right: 90, top: 44, bottom: 40 }
@@ -8,7 +8,7 @@ const BAR = 22
 export function barChart(title: string, unit: string, bars: readonly { name: string; value: number }[]): string {
   const H = M.top + M.bottom + bars.length * (BAR + 8)
   const max = Math.max(...bars.map((b) => b.value), 1)
-  const x = (v: number) => M.left + (v / max) * (W - M.left - M.right)
+  const x = (v: number) => px(M.left + (v / max) * (W - M.left - M.right))
   const out = svgOpen(W, H, title, 16)
   bars.forEach((b, i) => {
     const y = M.top + i * (BAR + 8)

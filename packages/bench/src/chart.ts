@@ -1,5 +1,5 @@
 import type { Run } from './runner.js'
-import { COLORS, decades, escape, logScale, svgOpen, tick } from './svg.js'
+import { COLORS, decades, escape, logScale, px, svgOpen, tick } from './svg.js'
 
 const W = 760
 const H = 440
@@ -32,7 +32,7 @@ export function lineChart(c: LineChart): string {
   const xs = [...new Set(all.map((p) => p[0]))].sort((a, b) => a - b)
   const xTicks = c.xLog ? decades(xs[0]!, xs[xs.length - 1]!) : xs
   const maxX = Math.max(...xs, 1)
-  const x = c.xLog ? logScale(xTicks, M.left, W - M.right) : (v: number) => M.left + (v / maxX) * (W - M.left - M.right)
+  const x = c.xLog ? logScale(xTicks, M.left, W - M.right) : (v: number) => px(M.left + (v / maxX) * (W - M.left - M.right))
   const out = svgOpen(W, H, c.title, M.left)
   for (const [i, v] of yTicks.entries()) {
     out.push(`<line x1="${M.left}" x2="${W - M.right}" y1="${y(v)}" y2="${y(v)}" stroke="#d9d9d9"/>`)

@@ -21,6 +21,7 @@ import { mmss, Progress } from './progress.js'
 import { updateReadme } from './readme.js'
 import { markdown, type Results } from './report.js'
 import { measureCell, type Case, type MeasureOptions, type Run, type Subject } from './runner.js'
+import { pgbouncerBinary } from './pooler.js'
 import { measurePhases, phaseTable, type PhaseRow } from './phases.js'
 import { scaleChart } from './scale-report.js'
 import { measureThroughput, type ThroughputRow } from './throughput.js'
@@ -85,6 +86,10 @@ const THROUGHPUT_POOL = 10
 
 const startedAt = new Date()
 const log = (line: string) => process.stderr.write(line + '\n')
+if (args.pooler && !pgbouncerBinary()) {
+  log('--pooler: skipped, pgbouncer is not on PATH (Debian/Ubuntu: apt-get install pgbouncer).')
+  process.exit(0)
+}
 const env = await startEnvironment({ pooler: args.pooler, poolerSize: THROUGHPUT_POOL })
 const openOptions: OpenOptions = { pooler: args.pooler }
 
@@ -105,7 +110,8 @@ for (const name of seriesNames) {
 
 const runs: Run[] = []
 const failed = new Set<string>()
-const notes: string[] = []
+const scaleNotes: string[] = []
+const slowNotes: string[] = []
 const scaleSkipped = new Set<string>()
 const slowSkipped = new Set<string>()
 const caseKey = (c: Case, series: string) => `${c.scenario}×${c.size} ${series}`
@@ -127,7 +133,7 @@ try {
     if (c.scenario === 'scale') capScale(cell.runs, c.size)
     for (const run of cell.runs.filter((r) => r.samples === 1 && r.medianMs > SLOW_CAP_MS && c.scenario !== 'scale')) {
       slowSkipped.add(caseKey(c, run.series))
-      notes.push(`${run.series}: ${label} took ${(run.medianMs / 1000).toFixed(0)} s in one run; not run for this case at higher latencies`)
+      slowNotes.push(`${run.series}: ${label} took ${(run.medianMs / 1000).toFixed(0)} s in one run; not run for this case at higher latencies`)
     }
     for (const run of cell.runs) {
       runs.push(run)
@@ -183,7 +189,8 @@ const results: Results = {
   runs,
   unavailable,
   durationS: (Date.now() - startedAt.getTime()) / 1000,
-  notes,
+  scaleNotes,
+  slowNotes,
   throughput,
   ...(phases ? { phases } : {}),
 }
@@ -225,7 +232,7 @@ function capScale(cellRuns: readonly Run[], size: number): void {
     const projected = r.medianMs * 10
     if (size < 100_000 && projected > SCALE_CAP_MS && !scaleSkipped.has(r.series)) {
       scaleSkipped.add(r.series)
-      notes.push(`${r.series}: skipped above ${size.toLocaleString('en')} rows (${(r.medianMs / 1000).toFixed(1)} s there, about ${(projected / 1000).toFixed(0)} s projected at 10×)`)
+      scaleNotes.push(`${r.series}: skipped above ${size.toLocaleString('en')} rows (${(r.medianMs / 1000).toFixed(1)} s there, about ${(projected / 1000).toFixed(0)} s projected at 10×)`)
     }
   }
 }

@@ -11,7 +11,9 @@ export interface Results {
   readonly unavailable: readonly { readonly series: string; readonly error: string }[]
   readonly durationS: number
   /** scale series skipped at a size, and why. */
-  readonly notes?: readonly string[]
+  readonly scaleNotes?: readonly string[]
+  /** Series not run for a case at higher latencies after one very slow run. */
+  readonly slowNotes?: readonly string[]
   readonly throughput?: readonly ThroughputRow[]
   readonly phases?: readonly PhaseRow[]
 }
@@ -30,7 +32,7 @@ export function markdown(results: Results, options: { tails?: boolean; charts?: 
   lines.push(...extras(results, '##', options.charts))
   if (cells.size > 0 && options.tails !== false) lines.push('', '## Tails', '', 'p95 / p99 ms per unit of work, from the same samples as the medians above.')
   if (options.tails !== false) for (const runs of cells.values()) lines.push('', ...tailTable(runs))
-  const slow = (results.notes ?? []).filter((n) => !n.includes('rows'))
+  const slow = results.slowNotes ?? []
   if (slow.length > 0) lines.push('', '## Cut short', '', ...slow.map((n) => `- ${n}`))
   if (results.unavailable.length > 0) {
     lines.push('', '## Not measured', '')
@@ -45,7 +47,7 @@ export function extras(results: Results, heading = '##', charts?: string): strin
   const scale = results.runs.filter((r) => r.scenario === 'scale')
   if (scale.length > 0) {
     lines.push('', `${heading} scale`, '', ...SCALE_LEGEND, '', scaleTable(scale))
-    for (const note of (results.notes ?? []).filter((n) => n.includes('rows'))) lines.push(`- ${note}`)
+    for (const note of results.scaleNotes ?? []) lines.push(`- ${note}`)
     if (charts) lines.push('', `![scale: µs per row against rows, log axes](${charts}latest-scale.svg)`)
   }
   const tp = results.throughput

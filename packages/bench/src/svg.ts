@@ -29,5 +29,8 @@ export function tick(v: number): string {
 export function logScale(ticks: readonly number[], from: number, to: number): (v: number) => number {
   const lo = Math.log10(ticks[0]!)
   const hi = Math.log10(ticks[ticks.length - 1]!)
-  return (v) => from + ((Math.log10(Math.max(v, ticks[0]!)) - lo) / (hi - lo)) * (to - from)
+  return (v) => px(from + ((Math.log10(Math.max(v, ticks[0]!)) - lo) / (hi - lo)) * (to - from))
 }
+
+/** Tenths of a pixel: enough for a chart, and short files. */
+export const px = (v: number) => Math.round(v * 10) / 10
