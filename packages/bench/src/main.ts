@@ -78,7 +78,7 @@ const wantThroughput = fullDefault || !!scenarios?.includes('throughput')
 const wantProfile = fullDefault || args.profile
 const seriesNames = list(args.series) ?? [...SERIES]
 // Per series and cell: the rounds of one cell take about budgetMs × its series.
-const options: MeasureOptions = args.quick ? { budgetMs: 2_000, minSamples: 20, maxSamples: 40 } : { budgetMs: 1_500, minSamples: 7, maxSamples: 25 }
+const options: MeasureOptions = args.quick ? { budgetMs: 2_000, minSamples: 20, maxSamples: 50 } : { budgetMs: 1_500, minSamples: 7, maxSamples: 25 }
 const scaleOptions: MeasureOptions = { budgetMs: 3_000, minSamples: 3, maxSamples: 10 }
 const throughputOptions = { clients: Number(args.clients), durationMs: Number(args.duration) * 1000, tables: 5, maxIterations: 20_000 }
 const THROUGHPUT_LATENCY = 5

@@ -84,10 +84,11 @@ const PHASE_LEGEND = [
 
 const LEGEND = [
   'Median ms per unit of work, then the ratio to `flushwave` in the same cell (above 1 is slower):',
-  'the median of the per-round ratios, and in brackets their interquartile range. The series of a',
-  'cell are sampled in rounds (each round: every series once, untimed preparation and a full GC',
-  'before each timed run, the order rotating by one per round), and a per-round ratio divides a',
-  "series' sample by flushwave's sample of the same round, so the machine's slow moments cancel.",
+  'the median of all pairwise ratios (every sample of the series ÷ every sample of flushwave, a',
+  'Hodges–Lehmann estimate: steadier from run to run than the ratio of two medians), and in brackets',
+  "the interquartile range of the per-round ratios (a series' sample ÷ flushwave's sample of the same",
+  'round). The series of a cell are sampled in rounds: each round, every series once, with untimed',
+  'preparation and a full GC before each timed run, the order rotating by one per round.',
   'A narrow bracket around a ratio means that ratio repeats; a bracket that straddles 1 means no',
   'difference this machine can show. `stmts` and `rtt`: SQL statements (BEGIN and COMMIT included) and',
   'round trips counted on the wire in a warm run at the highest latency. coldFlush is bulkCreate ×1 on',

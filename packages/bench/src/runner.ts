@@ -22,6 +22,8 @@ export interface Run {
   readonly medianMs: number
   readonly p95Ms: number
   readonly p99Ms: number
+  /** Every timed sample, ms, in round order (for re-analysis). */
+  readonly samplesMs: readonly number[]
   /** Against `flushwave` in the same cell (null without it); see stats.ts. */
   readonly ratio: Ratio | null
   /** SQL statements the unit of work sent (Execute and Query messages, BEGIN and COMMIT included). */
@@ -149,6 +151,7 @@ export async function measureCell(
       series: e.subject.name,
       latencyMs,
       samples: sorted.length,
+      samplesMs: e.samples.map(round2),
       medianMs: round2(quantile(sorted, 0.5)),
       p95Ms: round2(quantile(sorted, 0.95)),
       p99Ms: round2(quantile(sorted, 0.99)),

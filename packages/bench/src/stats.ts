@@ -17,10 +17,12 @@ export function median(values: readonly number[]): number {
 }
 
 /**
- * A series against the base in the same cell, from per-round ratios (its sample of round r ÷ the
- * base's sample of round r): their median, and their interquartile range. The rounds are
- * interleaved, so a slow moment of the machine lands on both sides of a per-round ratio. With one
- * round (a series too slow to sample more than once), the ratio of that run to the base's median.
+ * A series against the base in the same cell. `median`: the median of all pairwise ratios (every
+ * sample of the series ÷ every sample of the base; a Hodges–Lehmann estimate of the ratio), which
+ * moves less between runs than the ratio of two medians or the median of per-round ratios when a
+ * shared machine adds heavy-tailed noise to single samples. `q1`–`q3`: the interquartile range of
+ * the per-round ratios (sample of round r ÷ the base's sample of round r), i.e. how far apart the
+ * two land in one round. With one run (a series too slow to sample twice), that run ÷ the base's median.
  */
 export interface Ratio {
   readonly median: number
@@ -36,7 +38,8 @@ export function ratio(samples: readonly number[], base: readonly number[]): Rati
   }
   const rounds = Math.min(samples.length, base.length)
   const perRound = sortedCopy(Array.from({ length: rounds }, (_, r) => samples[r]! / base[r]!))
-  return { median: quantile(perRound, 0.5), q1: quantile(perRound, 0.25), q3: quantile(perRound, 0.75) }
+  const pairwise = sortedCopy(samples.flatMap((s) => base.map((b) => s / b)))
+  return { median: quantile(pairwise, 0.5), q1: quantile(perRound, 0.25), q3: quantile(perRound, 0.75) }
 }
 
 export const round2 = (ms: number) => Math.round(ms * 100) / 100
