@@ -1,23 +1,32 @@
 /**
- * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate]
+ * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,coldFlush,scale,throughput]
+ *            [--pooler] [--profile] [--clients 32] [--duration 10]
+ *
+ * Without flags: every cell scenario at 0, 1, 2, 5 and 10 ms, then scale, throughput and the phase
+ * profile (about 50 minutes on a 2-core machine; the estimate is printed first). `--profile` alone
+ * runs only the phase profile; `--scenario` picks cells and sections by name.
  *
  * One embedded PostgreSQL (or DATABASE_URL), one real toxiproxy (or TOXIPROXY_URL) adding latency
  * to every server→client chunk, and every series doing the same units of work through it, side by
- * side in one run. Writes results/latest.json, latest.md and latest.svg.
+ * side in one run, sample by sample (runner.ts). Writes results/latest.json, latest.md and
+ * latest.svg (latest-pooler.* with --pooler).
  */
 import { mkdir, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import { parseArgs } from 'node:util'
-import { proxyDatabase, startDatabase, startToxiproxy } from 'devdb'
+import { barChart } from './bar-chart.js'
 import { chart } from './chart.js'
-import { benchDatabase, via } from './database.js'
+import { startEnvironment } from './environment.js'
+import { mmss, Progress } from './progress.js'
 import { updateReadme } from './readme.js'
 import { markdown, type Results } from './report.js'
-import { measureCell, type Case, type MeasureOptions, type Run } from './runner.js'
-import type { ScenarioName } from './scenarios.js'
+import { measureCell, type Case, type MeasureOptions, type Run, type Subject } from './runner.js'
+import { pgbouncerBinary } from './pooler.js'
+import { measurePhases, phaseTable, type PhaseRow } from './phases.js'
+import { scaleChart } from './scale-report.js'
+import { measureThroughput, type ThroughputRow } from './throughput.js'
 import { loadSeries, SERIES } from './series/index.js'
-import type { Series } from './series/types.js'
-import { WireCounter } from './wire.js'
+import type { OpenOptions, Series, SeriesFactory } from './series/types.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -25,6 +34,10 @@ const { values: args } = parseArgs({
     latency: { type: 'string' },
     series: { type: 'string' },
     scenario: { type: 'string' },
+    pooler: { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+    clients: { type: 'string', default: '32' },
+    duration: { type: 'string', default: '10' },
   },
 })
 
@@ -32,6 +45,7 @@ const FULL: Case[] = [
   { scenario: 'bulkCreate', size: 1, zeroLatencyOnly: false },
   { scenario: 'bulkCreate', size: 10, zeroLatencyOnly: false },
   { scenario: 'bulkCreate', size: 100, zeroLatencyOnly: false },
+  { scenario: 'coldFlush', size: 1, zeroLatencyOnly: false },
   { scenario: 'bulkUpdate', size: 0, zeroLatencyOnly: false },
   { scenario: 'mixedFlush', size: 1, zeroLatencyOnly: false },
   { scenario: 'mixedFlush', size: 5, zeroLatencyOnly: false },
@@ -45,29 +59,49 @@ const QUICK: Case[] = [
   { scenario: 'bulkCreate', size: 1, zeroLatencyOnly: false },
   { scenario: 'mixedFlush', size: 10, zeroLatencyOnly: false },
 ]
+const SCALE: Case[] = [1_000, 10_000, 100_000].map((size) => ({ scenario: 'scale', size, zeroLatencyOnly: true }))
+// A scale run projected (from the size before) to take longer than this is skipped.
+const SCALE_CAP_MS = 20_000
+// A series whose single run of a cell took longer than this is not run for that case at higher
+// latencies (Prisma's bulkCreate ×100: 12,400 round trips, two minutes at 10 ms).
+const SLOW_CAP_MS = 15_000
+// flushwave-begin's executor is sql.begin on a shared pool, which postgres.js refuses with max > 1.
+const NOT_IN_THROUGHPUT = new Set(['flushwave-begin'])
 
 const list = (s: string | undefined) => s?.split(',').map((x) => x.trim()).filter(Boolean)
 const latencies = (list(args.latency) ?? (args.quick ? ['0', '2'] : ['0', '1', '2', '5', '10'])).map(Number)
-const scenarios = list(args.scenario) as ScenarioName[] | undefined
-const cases = (args.quick ? QUICK : FULL).filter((c) => !scenarios || scenarios.includes(c.scenario))
+const scenarios = list(args.scenario)
+const onlyProfile = args.profile && !scenarios && !args.quick
+const fullDefault = !args.quick && !args.latency && !args.series && !args.scenario && !args.pooler && !args.profile
+const cases = onlyProfile ? [] : scenarios ? [...FULL, ...SCALE].filter((c) => scenarios.includes(c.scenario)) : args.quick ? QUICK : [...FULL, ...SCALE]
+const wantThroughput = fullDefault || !!scenarios?.includes('throughput')
+const wantProfile = fullDefault || args.profile
 const seriesNames = list(args.series) ?? [...SERIES]
-const options: MeasureOptions = args.quick ? { budgetMs: 1_500, minSamples: 5, maxSamples: 20 } : { budgetMs: 3_000, minSamples: 5, maxSamples: 30 }
+// Per series and cell: the rounds of one cell take about budgetMs × its series.
+const options: MeasureOptions = args.quick ? { budgetMs: 2_000, minSamples: 20, maxSamples: 50 } : { budgetMs: 1_500, minSamples: 7, maxSamples: 25 }
+const scaleOptions: MeasureOptions = { budgetMs: 3_000, minSamples: 3, maxSamples: 10 }
+const throughputOptions = { clients: Number(args.clients), durationMs: Number(args.duration) * 1000, tables: 5, maxIterations: 20_000 }
+const THROUGHPUT_LATENCY = 5
+const THROUGHPUT_POOL = 10
 
 const startedAt = new Date()
 const log = (line: string) => process.stderr.write(line + '\n')
-const db = await startDatabase()
-const toxi = await startToxiproxy()
-const bench = await benchDatabase(db.url)
-const proxy = await proxyDatabase(toxi, db, { name: 'bench' })
-const wire = await WireCounter.start({ host: proxy.host, port: proxy.port })
-const url = via(bench.url, '127.0.0.1', wire.port)
-const [{ version }] = (await bench.admin`select current_setting('server_version') as version`) as unknown as [{ version: string }]
+if (args.pooler && !pgbouncerBinary()) {
+  log('--pooler: skipped, pgbouncer is not on PATH (Debian/Ubuntu: apt-get install pgbouncer).')
+  process.exit(0)
+}
+const env = await startEnvironment({ pooler: args.pooler, poolerSize: THROUGHPUT_POOL })
+const openOptions: OpenOptions = { pooler: args.pooler }
 
-const opened: [string, Series][] = []
+const factories: SeriesFactory[] = []
+const opened = new Map<string, Series>()
 const unavailable: { series: string; error: string }[] = []
 for (const name of seriesNames) {
   try {
-    opened.push([name, await (await loadSeries(name)).open(url)])
+    const factory = await loadSeries(name)
+    if (args.pooler && !factory.pooler) throw new Error('does not run behind a transaction pooler')
+    opened.set(name, await factory.open(env.url, openOptions))
+    factories.push(factory)
   } catch (error) {
     unavailable.push({ series: name, error: message(error) })
     log(`skip ${name}: ${message(error).split('\n')[0]}`)
@@ -76,40 +110,69 @@ for (const name of seriesNames) {
 
 const runs: Run[] = []
 const failed = new Set<string>()
+const scaleNotes: string[] = []
+const slowNotes: string[] = []
+const scaleSkipped = new Set<string>()
+const slowSkipped = new Set<string>()
+const caseKey = (c: Case, series: string) => `${c.scenario}×${c.size} ${series}`
+const throughput: ThroughputRow[] = []
+let phases: PhaseRow[] | undefined
 const cells = latencies.flatMap((l) => cases.filter((c) => l === 0 || !c.zeroLatencyOnly).map((c) => [l, c] as const))
-const total = cells.length * opened.length
-let done = 0
+const progress = new Progress(cells.length + (wantThroughput ? 1 : 0) + (wantProfile ? 1 : 0))
+log(`${cells.length} cells × ${factories.length} series${wantThroughput ? ', throughput' : ''}${wantProfile ? ', profile' : ''}: about ${mmss(estimateS())} by the budget`)
 try {
-  for (const latency of latencies) {
-    await proxy.setLatency(latency)
-    for (const c of cases) {
-      if (c.zeroLatencyOnly && latency !== 0) continue
-      for (const [name, series] of opened) {
-        done++
-        const label = `[${done}/${total}] ${c.scenario}${c.size ? `×${c.size}` : ''} @${latency}ms ${name}`
-        if (failed.has(name)) continue
-        log(`${label} …`)
-        try {
-          const run = await measureCell(c, name, series, bench.admin, wire, latency, options)
-          runs.push(run)
-          log(`${label}: median ${run.medianMs} ms, p95 ${run.p95Ms} ms, n=${run.samples}, ${run.statements} statements, ${run.roundTrips} round trips`)
-        } catch (error) {
-          // A series that writes the wrong rows must not be timed at all.
-          failed.add(name)
-          unavailable.push({ series: name, error: `${c.scenario}${c.size ? `×${c.size}` : ''}: ${message(error)}` })
-          log(`FAIL ${label}: ${message(error)}`)
-        }
+  for (const [latency, c] of cells) {
+    await env.proxy.setLatency(latency)
+    const label = `${c.scenario}${c.size ? `×${c.size}` : ''} @${latency}ms`
+    log(progress.line(label))
+    const subjects = factories
+      .filter((f) => !failed.has(f.name) && !slowSkipped.has(caseKey(c, f.name)))
+      .filter((f) => c.scenario !== 'scale' || (opened.get(f.name)?.scale && !scaleSkipped.has(f.name)))
+      .map((f) => subject(f, c.scenario === 'coldFlush'))
+    const cell = await measureCell(c, subjects, env.admin, env.wire, latency, c.scenario === 'scale' ? scaleOptions : options)
+    if (c.scenario === 'scale') capScale(cell.runs, c.size)
+    for (const run of cell.runs.filter((r) => r.samples === 1 && r.medianMs > SLOW_CAP_MS && c.scenario !== 'scale')) {
+      slowSkipped.add(caseKey(c, run.series))
+      slowNotes.push(`${run.series}: ${label} took ${(run.medianMs / 1000).toFixed(0)} s in one run; not run for this case at higher latencies`)
+    }
+    for (const run of cell.runs) {
+      runs.push(run)
+      const r = run.ratio ? ` (${run.ratio.median.toFixed(2)}× [${run.ratio.q1.toFixed(2)}–${run.ratio.q3.toFixed(2)}])` : ''
+      log(`  ${run.series}: median ${run.medianMs} ms${r}, p95 ${run.p95Ms}, p99 ${run.p99Ms}, n=${run.samples}, ${run.statements} statements, ${run.roundTrips} round trips`)
+    }
+    for (const f of cell.failures) {
+      // A series that writes the wrong rows must not be timed at all.
+      failed.add(f.series)
+      unavailable.push({ series: f.series, error: `${label}: ${message(f.error)}` })
+      log(`  FAIL ${f.series}: ${message(f.error)}`)
+    }
+    progress.finished()
+  }
+  if (wantThroughput) {
+    await env.proxy.setLatency(THROUGHPUT_LATENCY)
+    log(progress.line(`throughput: ${throughputOptions.clients} clients, pool ${THROUGHPUT_POOL}, ${throughputOptions.durationMs / 1000} s each`))
+    for (const factory of factories.filter((f) => !failed.has(f.name) && !NOT_IN_THROUGHPUT.has(f.name))) {
+      const series = await factory.open(env.url, { ...openOptions, poolSize: THROUGHPUT_POOL })
+      try {
+        const row = await measureThroughput(factory.name, series, env.admin, THROUGHPUT_LATENCY, THROUGHPUT_POOL, throughputOptions)
+        throughput.push(row)
+        log(`  ${row.series}: ${row.flushesPerSecond.toFixed(0)} flushes/s, p50 ${row.p50Ms.toFixed(1)} ms, p99 ${row.p99Ms.toFixed(1)} ms, ${row.errors} errors${row.firstError ? ` (${row.firstError.split('\n')[0]})` : ''}`)
+      } finally {
+        await series.close().catch(() => undefined)
       }
     }
+    progress.finished()
+  }
+  if (wantProfile) {
+    await env.proxy.setLatency(0)
+    log(progress.line('profile: the phases of a Flushwave flush at 0 ms'))
+    phases = await measurePhases(env.url, env.admin, (size) => (size === 1 ? 40 : 10))
+    log(phaseTable(phases))
+    progress.finished()
   }
 } finally {
-  await proxy.setLatency(0)
-  for (const [, series] of opened) await series.close().catch(() => undefined)
-  await wire.close()
-  await proxy.remove()
-  await bench.drop()
-  await toxi.stop()
-  await db.stop()
+  for (const series of opened.values()) await series.close().catch(() => undefined)
+  await env.close()
 }
 
 const results: Results = {
@@ -119,24 +182,72 @@ const results: Results = {
     cores: os.cpus().length,
     memoryGiB: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,
-    postgres: `${version}${db.external ? '' : ' (embedded)'}`,
+    postgres: env.postgres,
     latency: 'toxiproxy 2.12, downstream',
+    ...(env.pooler ? { pooler: env.pooler } : {}),
   },
   runs,
   unavailable,
   durationS: (Date.now() - startedAt.getTime()) / 1000,
+  scaleNotes,
+  slowNotes,
+  throughput,
+  ...(phases ? { phases } : {}),
 }
 const dir = new URL('../results/', import.meta.url)
+const stem = args.pooler ? 'latest-pooler' : 'latest'
 await mkdir(dir, { recursive: true })
-await writeFile(new URL('latest.json', dir), JSON.stringify(results, null, 2) + '\n')
-await writeFile(new URL('latest.md', dir), markdown(results))
+await writeFile(new URL(`${stem}.json`, dir), JSON.stringify(results, null, 2) + '\n')
+await writeFile(new URL(`${stem}.md`, dir), markdown(results))
 const create1 = runs.filter((r) => r.scenario === 'bulkCreate' && r.size === 1)
-await writeFile(new URL('latest.svg', dir), chart(create1, 'bulkCreate ×1: 1 author, 10 books, 100 reviews, 50 tags, 50 links'))
-log(`\nwrote packages/bench/results/latest.{json,md,svg} in ${results.durationS.toFixed(0)} s`)
+if (create1.length > 0) await writeFile(new URL(`${stem}.svg`, dir), chart(create1, 'bulkCreate ×1: 1 author, 10 books, 100 reviews, 50 tags, 50 links'))
+const scaled = runs.filter((r) => r.scenario === 'scale')
+if (scaled.length > 0) await writeFile(new URL(`${stem}-scale.svg`, dir), scaleChart(scaled))
+if (throughput.length > 0) {
+  const title = `throughput: ${throughputOptions.clients} clients, mixedFlush ×5, pool of ${THROUGHPUT_POOL}, ${THROUGHPUT_LATENCY} ms latency`
+  await writeFile(new URL(`${stem}-throughput.svg`, dir), barChart(title, 'flushes per second (load + flush)', throughput.map((t) => ({ name: t.series, value: t.flushesPerSecond }))))
+}
+log(`\nwrote packages/bench/results/${stem}.* in ${results.durationS.toFixed(0)} s`)
 // A full default run also refreshes the benchmark section of the repository's README.
-if (!args.quick && !args.latency && !args.series && !args.scenario) await updateReadme(results)
+if (fullDefault) await updateReadme(results)
 process.stdout.write(markdown(results))
 process.exitCode = failed.size > 0 ? 1 : 0
+
+/** The open series, or (coldFlush) a new instance per sample, opened and closed untimed. */
+function subject(factory: SeriesFactory, fresh: boolean): Subject {
+  const shared = opened.get(factory.name)!
+  return {
+    name: factory.name,
+    acquire: async () => {
+      if (!fresh) return { series: shared, release: async () => {} }
+      const series = await factory.open(env.url, openOptions)
+      return { series, release: () => series.close() }
+    },
+  }
+}
+
+/** After a scale size, skip at the next (10×) size the series projected to take over the cap there. */
+function capScale(cellRuns: readonly Run[], size: number): void {
+  for (const r of cellRuns) {
+    const projected = r.medianMs * 10
+    if (size < 100_000 && projected > SCALE_CAP_MS && !scaleSkipped.has(r.series)) {
+      scaleSkipped.add(r.series)
+      scaleNotes.push(`${r.series}: skipped above ${size.toLocaleString('en')} rows (${(r.medianMs / 1000).toFixed(1)} s there, about ${(projected / 1000).toFixed(0)} s projected at 10×)`)
+    }
+  }
+}
+
+/**
+ * A rough total by the budgets: per cell and series, the sampling budget plus about 2.5 s of
+ * verification, warm-up and untimed preparation; scale, throughput and profile on top.
+ */
+function estimateS(): number {
+  const n = factories.length
+  const regular = cells.filter(([, c]) => c.scenario !== 'scale').length
+  const scale = cells.length - regular
+  return (regular * n * (options.budgetMs + 2_500) + scale * n * (scaleOptions.budgetMs + 6_000)) / 1000 +
+    (wantThroughput ? n * (throughputOptions.durationMs / 1000 + 8) : 0) + (wantProfile ? 60 : 0)
+}
 
 function message(error: unknown): string {
   return error instanceof Error ? (error.stack ?? error.message) : String(error)

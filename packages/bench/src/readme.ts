@@ -5,7 +5,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { pathToFileURL } from 'node:url'
-import { markdown, type Results } from './report.js'
+import { markdown, ratioText, type Results } from './report.js'
 
 const README = new URL('../../../README.md', import.meta.url)
 const START = '<!-- bench:start -->'
@@ -16,7 +16,7 @@ export async function updateReadme(results: Results): Promise<void> {
   const from = text.indexOf(START)
   const to = text.indexOf(END)
   if (from < 0 || to < from) throw new Error(`README.md has no ${START} … ${END} block`)
-  const body = markdown(results).replace(/^# Flushwave benchmark\n\n/, '').replace(/^## /gm, '#### ') + analysis(results)
+  const body = markdown(results, { tails: false, charts: 'packages/bench/results/' }).replace(/^# Flushwave benchmark\n\n/, '').replace(/^## /gm, '#### ') + analysis(results)
   await writeFile(README, `${text.slice(0, from + START.length)}\n${body}\n${text.slice(to)}`)
   process.stderr.write('updated the benchmark section of README.md\n')
 }
@@ -36,7 +36,7 @@ export function analysis(results: Results): string {
   const rows = series.map((s) => `| ${s} | ${cases.map(([sc, size]) => fit(sc, size, s)?.slope.toFixed(1) ?? '–').join(' | ')} |`)
   const at2 = results.runs.filter((r) => r.scenario === 'bulkCreate' && r.size === 1 && r.latencyMs === 2)
   const fw = at2.find((r) => r.series === 'flushwave')?.medianMs
-  const ratios = at2.filter((r) => r.series !== 'flushwave').map((r) => `${r.series} ${r.medianMs.toFixed(1)} (${fw ? (r.medianMs / fw).toFixed(2) : '?'}×)`).join(', ')
+  const ratios = at2.filter((r) => r.series !== 'flushwave').map((r) => `${r.series} ${r.medianMs.toFixed(1)}${ratioText(r)}`).join(', ')
   const floor = fit('bulkCreate', 1, 'raw-pipelined')
   return `
 Reading the numbers: the machine is shared and noisy, so single cells jump; compare rows within a
@@ -52,10 +52,16 @@ Flushwave pays one round trip whatever the unit of work; \`flushwave-begin\` thr
 statement or more. But the 311-row graph of bulkCreate×1 also costs PostgreSQL itself real time on
 this 2-core machine (raw-pipelined's intercept: ${floor?.intercept.toFixed(0) ?? '?'} ms), so at 2 ms
 the ratios are far below the round-trip ratios: flushwave ${fw?.toFixed(1) ?? '?'} ms against ${ratios}.
-Flushwave's own client work for that graph is about 1.5 ms (create 0.5 ms; change set, plan and SQL
-1.0 ms, measured with a no-I/O executor), and it writes the two timestamp columns the others leave
-to the database default.
+${clientWork(results)}Flushwave writes the two timestamp columns the others leave to the database default.
 `
+}
+
+/** Flushwave's own client work for bulkCreate ×1, from the phase profile when the run has one. */
+function clientWork(results: Results): string {
+  const p = results.phases?.find((r) => r.unit === 'bulkCreate ×1')?.medians
+  if (!p) return ''
+  const cpu = p.create + p.checks + p.changes + p.plan + p.render + p.record
+  return `Flushwave's own client work for that graph (phase profile above): ${cpu.toFixed(1)} ms, of which create ${p.create.toFixed(1)} ms.\n`
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -1,4 +1,7 @@
-import type { Run } from './runner.js'
+import { phaseTable, type PhaseRow } from './phases.js'
+import { BASE, type Run } from './runner.js'
+import { scaleTable } from './scale-report.js'
+import { throughputTable, type ThroughputRow } from './throughput.js'
 
 export interface Results {
   readonly startedAt: string
@@ -7,46 +10,128 @@ export interface Results {
   /** Series that could not be loaded or failed verification, with the error. */
   readonly unavailable: readonly { readonly series: string; readonly error: string }[]
   readonly durationS: number
+  /** scale series skipped at a size, and why. */
+  readonly scaleNotes?: readonly string[]
+  /** Series not run for a case at higher latencies after one very slow run. */
+  readonly slowNotes?: readonly string[]
+  readonly throughput?: readonly ThroughputRow[]
+  readonly phases?: readonly PhaseRow[]
 }
 
-const BASE = 'flushwave'
-
 /** One table per scenario and size: a row per series, a column per latency, ratios to flushwave. */
-export function markdown(results: Results): string {
+export function markdown(results: Results, options: { tails?: boolean; charts?: string } = {}): string {
   const lines = [
     `# Flushwave benchmark`,
     '',
     `${results.startedAt.slice(0, 10)} · ${Object.entries(results.machine).map(([k, v]) => `${k}: ${v}`).join(' · ')} · ${results.durationS.toFixed(0)} s`,
     '',
-    'Median ms per unit of work (ratio to `flushwave`; above 1 is slower). `stmts` and `rtt`: SQL',
-    'statements (BEGIN and COMMIT included) and round trips counted on the wire in a warm run at the',
-    'highest latency.',
+    ...LEGEND,
   ]
-  const cells = groupBy(results.runs, (r) => `${r.scenario} ${r.size}`)
-  for (const runs of cells.values()) {
-    const { scenario, size } = runs[0]!
-    const latencies = [...new Set(runs.map((r) => r.latencyMs))].sort((a, b) => a - b)
-    const series = [...new Set(runs.map((r) => r.series))]
-    lines.push('', `## ${scenario}${size ? ` ×${size}` : ''}`, '')
-    lines.push(`| series | ${latencies.map((l) => `${l} ms`).join(' | ')} | stmts | rtt |`)
-    lines.push(`|---|${latencies.map(() => '---:').join('|')}|---:|---:|`)
-    for (const s of series) {
-      const row = latencies.map((l) => {
-        const run = runs.find((r) => r.series === s && r.latencyMs === l)
-        const base = runs.find((r) => r.series === BASE && r.latencyMs === l)
-        if (!run) return '–'
-        return base ? `${run.medianMs.toFixed(1)} (${(run.medianMs / base.medianMs).toFixed(2)}×)` : run.medianMs.toFixed(1)
-      })
-      // Counted at the highest latency, where a client that does not wait cannot look like one that does.
-      const ref = runs.filter((r) => r.series === s).sort((a, b) => b.latencyMs - a.latencyMs)[0]
-      lines.push(`| ${s} | ${row.join(' | ')} | ${ref?.statements ?? '?'} | ${ref?.roundTrips ?? '?'} |`)
-    }
-  }
+  const cells = groupBy(results.runs.filter((r) => r.scenario !== 'scale'), (r) => `${r.scenario} ${r.size}`)
+  for (const runs of cells.values()) lines.push('', ...cellTable(runs))
+  lines.push(...extras(results, '##', options.charts))
+  if (cells.size > 0 && options.tails !== false) lines.push('', '## Tails', '', 'p95 / p99 ms per unit of work, from the same samples as the medians above.')
+  if (options.tails !== false) for (const runs of cells.values()) lines.push('', ...tailTable(runs))
+  const slow = results.slowNotes ?? []
+  if (slow.length > 0) lines.push('', '## Cut short', '', ...slow.map((n) => `- ${n}`))
   if (results.unavailable.length > 0) {
     lines.push('', '## Not measured', '')
     for (const u of results.unavailable) lines.push(`- **${u.series}**: ${u.error.split('\n')[0]}`)
   }
   return lines.join('\n') + '\n'
+}
+
+/** The sections after the cell tables: scale, throughput, phases. */
+export function extras(results: Results, heading = '##', charts?: string): string[] {
+  const lines: string[] = []
+  const scale = results.runs.filter((r) => r.scenario === 'scale')
+  if (scale.length > 0) {
+    lines.push('', `${heading} scale`, '', ...SCALE_LEGEND, '', scaleTable(scale))
+    for (const note of results.scaleNotes ?? []) lines.push(`- ${note}`)
+    if (charts) lines.push('', `![scale: µs per row against rows, log axes](${charts}latest-scale.svg)`)
+  }
+  const tp = results.throughput
+  if (tp && tp.length > 0) {
+    const t = tp[0]!
+    lines.push('', `${heading} throughput`, '')
+    lines.push(`${t.clients} clients, each doing mixedFlush ×5 (load the rows, then one unit of work) one after another`)
+    lines.push(`for ${t.seconds.toFixed(0)} s on one series instance with a pool of ${t.poolSize} connections, at ${t.latencyMs} ms latency. flushes/s`)
+    lines.push('counts whole requests (load and flush; raw-pipelined loads nothing, it has the ids); p50 and p99 are',
+      'of the flush alone. flushwave-begin is left out: postgres.js refuses its `sql.begin` on a pool of 10.', '', throughputTable(tp))
+    if (charts) lines.push('', `![throughput: flushes per second per series](${charts}latest-throughput.svg)`)
+  }
+  const ph = results.phases
+  if (ph && ph.length > 0) lines.push('', `${heading} where a flush's time goes`, '', ...PHASE_LEGEND, '', phaseTable(ph))
+  return lines
+}
+
+const SCALE_LEGEND = [
+  'µs per row (median of the run, ÷ rows) of one unit of work inserting N new rows into one table,',
+  'at 0 ms latency: what grows with N is client work and PostgreSQL\'s. Flushwave: `em.create` × N,',
+  '`flush`; raw-pipelined: ids from `nextval`, one `unnest` insert, in a transaction; MikroORM:',
+  '`em.create` × N, `flush`; TypeORM: `insert` of an array per 10,000 rows; Drizzle:',
+  '`insert().values()` per 10,000 rows (PostgreSQL takes at most 65,535 parameters); Prisma:',
+  '`createMany`. Each in a transaction. A series whose projected time at the next size is over',
+  'the cap is skipped there (listed below the table).',
+]
+
+const PHASE_LEGEND = [
+  'Median ms per phase of a Flushwave flush (postgres.js executor, 0 ms latency, warm instance): `create`',
+  'is the harness timing the `em.create` calls (for cpuFlush, setting 10,000 values); the rest are the',
+  "FlushResult's `phases`, which sum to its `durationMs`. `ids` and `write` include waiting on the",
+  'server; every other phase is client CPU.',
+]
+
+const LEGEND = [
+  'Median ms per unit of work, then the ratio to `flushwave` in the same cell (above 1 is slower):',
+  'the median of all pairwise ratios (every sample of the series ÷ every sample of flushwave, a',
+  'Hodges–Lehmann estimate: steadier from run to run than the ratio of two medians), and in brackets',
+  "the interquartile range of the per-round ratios (a series' sample ÷ flushwave's sample of the same",
+  'round). The series of a cell are sampled in rounds: each round, every series once, with untimed',
+  'preparation and a full GC before each timed run, the order rotating by one per round.',
+  'A narrow bracket around a ratio means that ratio repeats; a bracket that straddles 1 means no',
+  'difference this machine can show. `stmts` and `rtt`: SQL statements (BEGIN and COMMIT included) and',
+  'round trips counted on the wire in a warm run at the highest latency. coldFlush is bulkCreate ×1 on',
+  'a series instance opened just before (connection open, `select 1` run), one instance per sample.',
+]
+
+const title = (r: Run) => `${r.scenario}${r.size ? ` ×${r.size}` : ''}`
+const latenciesOf = (runs: readonly Run[]) => [...new Set(runs.map((r) => r.latencyMs))].sort((a, b) => a - b)
+const seriesOf = (runs: readonly Run[]) => [...new Set(runs.map((r) => r.series))]
+
+export function ratioText(run: Run): string {
+  if (!run.ratio || run.series === BASE) return ''
+  const { median, q1, q3 } = run.ratio
+  return run.samples > 1 ? ` · ${median.toFixed(2)}× (${q1.toFixed(2)}–${q3.toFixed(2)})` : ` · ${median.toFixed(2)}×`
+}
+
+function cellTable(runs: readonly Run[]): string[] {
+  const latencies = latenciesOf(runs)
+  const lines = [`## ${title(runs[0]!)}`, '', `| series | ${latencies.map((l) => `${l} ms`).join(' | ')} | stmts | rtt |`, `|---|${latencies.map(() => '---:').join('|')}|---:|---:|`]
+  for (const s of seriesOf(runs)) {
+    const row = latencies.map((l) => {
+      const run = runs.find((r) => r.series === s && r.latencyMs === l)
+      return run ? `${run.medianMs.toFixed(1)}${ratioText(run)}${run.samples === 1 ? ' (1 run)' : ''}` : '–'
+    })
+    // Counted at the highest latency, where a client that does not wait cannot look like one that does.
+    const ref = runs.filter((r) => r.series === s).sort((a, b) => b.latencyMs - a.latencyMs)[0]
+    lines.push(`| ${s} | ${row.join(' | ')} | ${ref?.statements ?? '?'} | ${ref?.roundTrips ?? '?'} |`)
+  }
+  return lines
+}
+
+function tailTable(runs: readonly Run[]): string[] {
+  const latencies = latenciesOf(runs)
+  const lines = [`### ${title(runs[0]!)}`, '', `| series | ${latencies.map((l) => `${l} ms`).join(' | ')} | n |`, `|---|${latencies.map(() => '---:').join('|')}|---:|`]
+  for (const s of seriesOf(runs)) {
+    const mine = runs.filter((r) => r.series === s)
+    const row = latencies.map((l) => {
+      const run = mine.find((r) => r.latencyMs === l)
+      return run ? `${run.p95Ms.toFixed(1)} / ${run.p99Ms.toFixed(1)}` : '–'
+    })
+    lines.push(`| ${s} | ${row.join(' | ')} | ${Math.min(...mine.map((r) => r.samples))} |`)
+  }
+  return lines
 }
 
 export function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {

@@ -1,7 +1,8 @@
-import { measure } from 'mitata'
 import type postgres from 'postgres'
-import { scenario, type ScenarioName } from './scenarios.js'
+import { fullGc } from './gc.js'
+import { scenario, type Prepared, type ScenarioName } from './scenarios.js'
 import type { Series } from './series/types.js'
+import { quantile, ratio, round2, sortedCopy, type Ratio } from './stats.js'
 import type { WireCounter } from './wire.js'
 
 export interface Case {
@@ -20,6 +21,11 @@ export interface Run {
   readonly samples: number
   readonly medianMs: number
   readonly p95Ms: number
+  readonly p99Ms: number
+  /** Every timed sample, ms, in round order (for re-analysis). */
+  readonly samplesMs: readonly number[]
+  /** Against `flushwave` in the same cell (null without it); see stats.ts. */
+  readonly ratio: Ratio | null
   /** SQL statements the unit of work sent (Execute and Query messages, BEGIN and COMMIT included). */
   readonly statements: number | null
   /** Times the client sent after the server had answered, on the wire. */
@@ -27,81 +33,134 @@ export interface Run {
 }
 
 export interface MeasureOptions {
-  /** Time to spend sampling one cell, beyond its verification and warm-up runs. */
+  /** Time to spend sampling one series in one cell, beyond its verification and warm-up runs. */
   readonly budgetMs: number
   readonly minSamples: number
   readonly maxSamples: number
 }
 
+/**
+ * What a cell times: a series, already open (`acquire` hands it out, `release` does nothing), or
+ * opened afresh for every sample (coldFlush: `acquire` opens, `release` closes; both untimed).
+ */
+export interface Subject {
+  readonly name: string
+  acquire(): Promise<Lease>
+}
+
+export interface Lease {
+  readonly series: Series
+  release(): Promise<void>
+}
+
+export interface CellResult {
+  readonly runs: Run[]
+  /** Series that failed verification (or a later run): the caller drops them from later cells. */
+  readonly failures: { readonly series: string; readonly error: unknown }[]
+}
+
+export const BASE = 'flushwave'
+
 let markers = 0
 const marker = () => `m${process.pid}x${++markers}`
 
 /**
- * One cell: a verified first run, a warm run whose statements and round trips are recorded, then
- * mitata samples; each sample prepares untimed (seeding and loading) and times the unit of work.
+ * One cell, every series in it interleaved: first, per series, a verified run and a warm run whose
+ * statements and round trips are recorded (as before); then rounds, in each of which every series
+ * prepares untimed and runs once timed, the order rotating by one per round. A slow moment of the
+ * shared machine, or the server's background work after a big cell, then falls on every series of a
+ * round alike instead of on whichever series happened to be sampled then.
  */
 export async function measureCell(
   c: Case,
-  seriesName: string,
-  series: Series,
+  subjects: readonly Subject[],
   admin: postgres.Sql,
   wire: WireCounter,
   latencyMs: number,
   options: MeasureOptions,
-): Promise<Run> {
+): Promise<CellResult> {
   const sc = scenario(c.scenario, c.size)
-  const first = await sc.prepare(admin, series, marker())
-  wire.reset()
-  let started = performance.now()
-  await first.run()
-  let elapsed = performance.now() - started
-  let statements = wire.statements
-  let roundTrips = wire.roundTrips
-  await first.verify(admin)
-
-  // A unit of work slower than the whole budget (Prisma's 12,000 statements at 10 ms) is reported
-  // from its verified run alone, with samples: 1, rather than holding the run for many minutes.
-  if (elapsed <= options.budgetMs) {
-    const warm = await sc.prepare(admin, series, marker())
-    wire.reset()
-    started = performance.now()
-    await warm.run()
-    elapsed = Math.min(elapsed, performance.now() - started)
-    statements = wire.statements
-    roundTrips = wire.roundTrips
+  const failures: { series: string; error: unknown }[] = []
+  const once = async (subject: Subject, count: boolean) => {
+    const lease = await subject.acquire()
+    try {
+      const prepared: Prepared = await sc.prepare(admin, lease.series, marker())
+      await fullGc()
+      if (count) wire.reset()
+      const started = performance.now()
+      await prepared.run()
+      const ms = performance.now() - started
+      return { ms, prepared, statements: wire.statements, roundTrips: wire.roundTrips }
+    } finally {
+      await lease.release()
+    }
   }
 
-  const record = (sorted: readonly number[]): Run => ({
-    scenario: c.scenario,
-    size: c.size,
-    series: seriesName,
-    latencyMs,
-    samples: sorted.length,
-    medianMs: round(quantile(sorted, 0.5)),
-    p95Ms: round(quantile(sorted, 0.95)),
-    statements,
-    roundTrips,
-  })
-  if (elapsed > options.budgetMs) return record([elapsed])
-
-  const samples = Math.max(options.minSamples, Math.min(options.maxSamples, Math.floor(options.budgetMs / Math.max(elapsed, 0.1))))
-  const stats = await measure(
-    function* () {
-      yield {
-        [0]: () => sc.prepare(admin, series, marker()),
-        bench: (prepared: { run: () => Promise<void> }) => prepared.run(),
+  interface Entry {
+    readonly subject: Subject
+    firstMs: number
+    statements: number
+    roundTrips: number
+    readonly samples: number[]
+  }
+  const entries: Entry[] = []
+  for (const subject of subjects) {
+    try {
+      const first = await once(subject, true)
+      await first.prepared.verify(admin)
+      const entry: Entry = { subject, firstMs: first.ms, statements: first.statements, roundTrips: first.roundTrips, samples: [] }
+      // A unit of work slower than the whole budget (Prisma's 12,000 statements at 10 ms) is reported
+      // from its verified run alone, with samples: 1, rather than holding the run for many minutes.
+      if (first.ms <= options.budgetMs) {
+        const warm = await once(subject, true)
+        entry.firstMs = Math.min(entry.firstMs, warm.ms)
+        entry.statements = warm.statements
+        entry.roundTrips = warm.roundTrips
+      } else {
+        entry.samples.push(first.ms)
       }
-    },
-    { min_samples: samples, max_samples: samples, min_cpu_time: 0, warmup_samples: 0, batch_samples: 1, batch_threshold: 0 },
-  )
-  return record([...stats.samples].sort((a, b) => a - b).map((ns) => ns / 1e6))
+      entries.push(entry)
+    } catch (error) {
+      failures.push({ series: subject.name, error })
+    }
+  }
+
+  let sampled = entries.filter((e) => e.samples.length === 0)
+  const perRound = sampled.reduce((sum, e) => sum + Math.max(e.firstMs, 0.1), 0)
+  const rounds = Math.max(options.minSamples, Math.min(options.maxSamples, Math.floor((options.budgetMs * sampled.length) / Math.max(perRound, 0.1))))
+  for (let r = 0; r < rounds && sampled.length > 0; r++) {
+    const order = sampled.map((_, i) => sampled[(i + r) % sampled.length]!)
+    for (const entry of order) {
+      try {
+        entry.samples.push((await once(entry.subject, false)).ms)
+      } catch (error) {
+        failures.push({ series: entry.subject.name, error })
+        sampled = sampled.filter((e) => e !== entry)
+        entries.splice(entries.indexOf(entry), 1)
+      }
+    }
+  }
+
+  const base = entries.find((e) => e.subject.name === BASE)?.samples
+  const runs = entries.map((e): Run => {
+    const sorted = sortedCopy(e.samples)
+    const r = base && base.length > 0 ? ratio(e.samples, base) : null
+    return {
+      scenario: c.scenario,
+      size: c.size,
+      series: e.subject.name,
+      latencyMs,
+      samples: sorted.length,
+      samplesMs: e.samples.map(round2),
+      medianMs: round2(quantile(sorted, 0.5)),
+      p95Ms: round2(quantile(sorted, 0.95)),
+      p99Ms: round2(quantile(sorted, 0.99)),
+      ratio: r && { median: round3(r.median), q1: round3(r.q1), q3: round3(r.q3) },
+      statements: e.statements,
+      roundTrips: e.roundTrips,
+    }
+  })
+  return { runs, failures }
 }
 
-function quantile(sorted: readonly number[], q: number): number {
-  const i = (sorted.length - 1) * q
-  const lo = Math.floor(i)
-  const hi = Math.ceil(i)
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (i - lo)
-}
-
-const round = (ms: number) => Math.round(ms * 100) / 100
+const round3 = (x: number) => Math.round(x * 1000) / 1000

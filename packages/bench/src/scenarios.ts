@@ -21,11 +21,14 @@ export interface Prepared {
   verify(admin: postgres.Sql): Promise<void>
 }
 
-export type ScenarioName = 'bulkCreate' | 'bulkUpdate' | 'mixedFlush' | 'deleteGraph' | 'cpuFlush' | 'noopFlush'
+/** coldFlush is bulkCreate on a series opened just before (the runner opens one per sample). */
+export type ScenarioName = 'bulkCreate' | 'coldFlush' | 'scale' | 'bulkUpdate' | 'mixedFlush' | 'deleteGraph' | 'cpuFlush' | 'noopFlush'
 
 export function scenario(name: ScenarioName, size: number): Scenario {
   const prepare = {
     bulkCreate: prepareBulkCreate,
+    coldFlush: prepareBulkCreate,
+    scale: prepareScale,
     bulkUpdate: prepareBulkUpdate,
     mixedFlush: prepareMixedFlush,
     deleteGraph: prepareDeleteGraph,
@@ -46,6 +49,16 @@ async function prepareBulkCreate(admin: postgres.Sql, series: Series, marker: st
   return {
     run: await series.bulkCreate(g),
     verify: async (admin) => expectCounts(admin, graphRows(g)),
+  }
+}
+
+async function prepareScale(admin: postgres.Sql, series: Series, marker: string, size: number): Promise<Prepared> {
+  if (!series.scale) throw new Error('this series has no scale unit of work')
+  await admin.unsafe('truncate scale_item')
+  const names = Array.from({ length: size }, (_, i) => `${marker}-${i}`)
+  return {
+    run: await series.scale(names),
+    verify: async (admin) => expectQuery(admin, `select count(*)::int as n from scale_item where name like $1`, [`${marker}-%`], size),
   }
 }
 
@@ -126,7 +139,7 @@ async function prepareCpu(admin: postgres.Sql, series: Series, marker: string, s
 }
 
 /** Inserts n rows (value 0) and returns their ids in order. */
-async function insertIds(admin: postgres.Sql, table: string, n: number, marker: string): Promise<number[]> {
+export async function insertIds(admin: postgres.Sql, table: string, n: number, marker: string): Promise<number[]> {
   const rows = await admin.unsafe(
     `insert into ${table} (name, value) select $1 || '-' || i, 0 from generate_series(1, $2::int) i returning id`,
     [marker, n],

@@ -77,6 +77,8 @@ export const bookTag = pgTable(
   (t) => [primaryKey({ columns: [t.bookId, t.tagId] }), index().on(t.tagId)],
 )
 
+export const scaleItem = pgTable('scale_item', { id: id(), name: text('name').notNull() })
+
 function mixed(name: string) {
   return pgTable(name, { id: id(), name: text('name').notNull(), value: integer('value').notNull(), updatedAt: updatedAt() })
 }
@@ -100,8 +102,10 @@ type Db = PostgresJsDatabase
 
 export const series: SeriesFactory = {
   name: 'drizzle',
-  async open(url) {
-    const client = postgres(url, { max: 1, onnotice: () => {} })
+  // Its postgres.js session already sends unnamed statements.
+  pooler: true,
+  async open(url, options = {}) {
+    const client = postgres(url, { max: options.poolSize ?? 1, onnotice: () => {} })
     const db = drizzle({ client })
     // postgres.js connects lazily: connect now (and fetch its array types), not in the first timed unit of work.
     await db.execute(drizzleSql`select 1`)
@@ -216,6 +220,14 @@ function drizzleUnitsOfWork(db: Db, close: () => Promise<void>): Series {
       return async () => {
         // Nothing changed: the same transaction with no statements (BEGIN, COMMIT).
         await db.transaction(async () => {})
+      }
+    },
+    async scale(names) {
+      return async () => {
+        await db.transaction(async (tx) => {
+          // One multi-row INSERT per 10,000 rows: PostgreSQL takes at most 65,535 bind parameters.
+          for (let i = 0; i < names.length; i += 10_000) await tx.insert(scaleItem).values(names.slice(i, i + 10_000).map((name) => ({ name })))
+        })
       }
     },
     close,

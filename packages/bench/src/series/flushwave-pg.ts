@@ -10,8 +10,9 @@ import type { SeriesFactory } from './types.js'
  */
 export const series: SeriesFactory = {
   name: 'flushwave-pg',
-  async open(url) {
-    const pool = new pg.Pool({ connectionString: url, max: 1 })
+  pooler: true,
+  async open(url, options = {}) {
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 1 })
     pool.on('error', () => undefined)
     await pool.query('select 1') // connect now, not in the first timed unit of work
     const orm = flushwave({ schema: benchSchema, pg: pool })

@@ -1,5 +1,6 @@
 import { defineSchema, entity, flushwave, t, tcpNoDelay, type Executor, type EntityManager } from 'flushwave'
 import postgres from 'postgres'
+import type { Graph } from '../data.js'
 import { mixedTable, MIXED_TABLES } from '../schema.js'
 import type { Series, SeriesFactory } from './types.js'
 
@@ -51,12 +52,13 @@ export const benchSchema = defineSchema({
     createdAt: t.timestamptz().defaultNow(),
     updatedAt: t.timestamptz().defaultNow(),
   }),
+  ScaleItem: entity('scale_item', { id: t.id(), name: t.text() }),
   ...mixedEntities(),
 })
 
 type Defs = typeof benchSchema.defs
-type Em = EntityManager<Defs>
-const mixedName = (table: string) => table.toUpperCase() as Mixed
+export type Em = EntityManager<Defs>
+export const mixedName = (table: string) => table.toUpperCase() as Mixed
 
 /** Flushwave as designed: one pipeline from BEGIN to COMMIT. */
 export const series: SeriesFactory = flushwaveSeries('flushwave')
@@ -65,9 +67,11 @@ export const series: SeriesFactory = flushwaveSeries('flushwave')
 export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => Executor): SeriesFactory {
   return {
     name,
-    async open(url) {
+    // Behind a pooler postgres.js must not name statements: `prepare: false` (Flushwave follows it).
+    pooler: true,
+    async open(url, options = {}) {
       // As Flushwave recommends: TCP_NODELAY, so a pipeline's later pieces never wait for an ACK.
-      const sql = postgres(url, { ...tcpNoDelay, max: 1, onnotice: () => {} })
+      const sql = postgres(url, { ...tcpNoDelay, max: options.poolSize ?? 1, prepare: !options.pooler, onnotice: () => {} })
       await sql`select 1` // connect now, not in the first timed unit of work
       const orm = flushwave(executor ? { schema: benchSchema, executor: executor(sql) } : { schema: benchSchema, sql })
       return flushwaveUnitsOfWork(() => orm.em(), () => sql.end())
@@ -75,16 +79,21 @@ export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => 
   }
 }
 
+/** bulkCreate's entities on `m`, not flushed (shared with the phase profile). */
+export function createGraph(m: Em, g: Graph): void {
+  const authors = g.authors.map((a) => m.create('Author', a))
+  const books = g.books.map((b) => m.create('Book', { title: b.title, pages: b.pages, author: authors[b.author]! }))
+  for (const r of g.reviews) m.create('BookReview', { rating: r.rating, text: r.text, book: books[r.book]! })
+  const tags = g.tags.map((x) => m.create('Tag', x))
+  for (const l of g.bookTags) books[l.book]!.tags.add(tags[l.tag]!)
+}
+
 export function flushwaveUnitsOfWork(em: () => Em, close: () => Promise<void>): Series {
   return {
     async bulkCreate(g) {
       return async () => {
         const m = em()
-        const authors = g.authors.map((a) => m.create('Author', a))
-        const books = g.books.map((b) => m.create('Book', { title: b.title, pages: b.pages, author: authors[b.author]! }))
-        for (const r of g.reviews) m.create('BookReview', { rating: r.rating, text: r.text, book: books[r.book]! })
-        const tags = g.tags.map((x) => m.create('Tag', x))
-        for (const l of g.bookTags) books[l.book]!.tags.add(tags[l.tag]!)
+        createGraph(m, g)
         await m.flush()
       }
     },
@@ -150,6 +159,13 @@ export function flushwaveUnitsOfWork(em: () => Em, close: () => Promise<void>): 
       const m = em()
       await m.find(mixedName(seed.table), { id: { in: seed.ids } })
       return async () => {
+        await m.flush()
+      }
+    },
+    async scale(names) {
+      return async () => {
+        const m = em()
+        for (const name of names) m.create('ScaleItem', { name })
         await m.flush()
       }
     },

@@ -70,6 +70,12 @@ const Tag = defineEntity({
   },
 })
 
+const ScaleItem = defineEntity({
+  name: 'ScaleItem',
+  tableName: 'scale_item',
+  properties: { id: p.bigint('number').primary(), name: p.text() },
+})
+
 /** t01…t20 share one shape; each is its own entity (T01…T20) on its own table. */
 function mixedEntity(table: string) {
   return defineEntity({
@@ -95,17 +101,20 @@ function mixed(table: string): MixedSchema {
 
 export const series: SeriesFactory = {
   name: 'mikro-orm',
-  async open(url) {
+  // node-postgres sends unnamed statements unless a query is given a name.
+  pooler: true,
+  async open(url, options = {}) {
     const orm = await MikroORM.init({
       clientUrl: url,
-      entities: [Author, Book, BookReview, Tag, ...MIXED.values()],
-      pool: { min: 0, max: 1 },
+      entities: [Author, Book, BookReview, Tag, ScaleItem, ...MIXED.values()],
+      pool: { min: 0, max: options.poolSize ?? 1 },
       debug: false,
       // The harness owns the schema: no database creation, no schema generator, no metadata cache
       // files (defineEntity needs no reflection, so nothing is discovered from the file system).
       ensureDatabase: false,
       metadataCache: { enabled: false },
     })
+    await orm.em.getConnection().execute('select 1') // connect now, not in the first timed unit of work
     return mikroOrmUnitsOfWork(orm)
   },
 }
@@ -193,6 +202,13 @@ function mikroOrmUnitsOfWork(orm: MikroORM): Series {
       const em = fork()
       await em.find(mixed(seed.table), { id: { $in: [...seed.ids] } })
       return async () => {
+        await em.flush()
+      }
+    },
+    async scale(names) {
+      return async () => {
+        const em = fork()
+        for (const name of names) em.create(ScaleItem, { name })
         await em.flush()
       }
     },

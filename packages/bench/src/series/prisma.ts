@@ -30,14 +30,17 @@ interface LoadedAuthor extends Row {
 
 export const series: SeriesFactory = {
   name: 'prisma',
-  async open(url) {
+  pooler: true,
+  async open(url, options = {}) {
     const prisma: Client = new generated.PrismaClient({
-      adapter: new PrismaPg({ connectionString: url, max: 1 }),
+      adapter: new PrismaPg({ connectionString: url, max: options.poolSize ?? 1 }),
       // The default interactive-transaction timeout (5 s) is shorter than bulkCreate×10 takes over
       // the latency proxy (one round trip per nested row); a Prisma user raises it the same way.
       transactionOptions: { maxWait: 60_000, timeout: 600_000 },
     })
     await prisma.$connect()
+    // The driver adapter connects lazily: connect now, not in the first timed unit of work.
+    await prisma.$queryRawUnsafe('select 1')
     return prismaUnitsOfWork(prisma)
   },
 }
@@ -157,6 +160,14 @@ function prismaUnitsOfWork(prisma: Client): Series {
       return async () => {
         // Nothing changed: the same interactive transaction with no statements.
         await prisma.$transaction(async () => {})
+      }
+    },
+    async scale(names) {
+      return async () => {
+        // createMany: Prisma splits it into statements under PostgreSQL's bind parameter limit.
+        await prisma.$transaction(async (tx: Tx) => {
+          await tx.scaleItem.createMany({ data: names.map((name) => ({ name })) })
+        })
       }
     },
     close: () => prisma.$disconnect(),

@@ -12,12 +12,15 @@ import type { Series, SeriesFactory, UnitOfWork } from './types.js'
 export function rawSeries(name: string, mode: 'pipelined' | 'sequential'): SeriesFactory {
   return {
     name,
-    async open(url) {
+    pooler: true,
+    async open(url, options = {}) {
       // As Flushwave recommends: TCP_NODELAY, so a pipeline's later pieces never wait for an ACK.
-      const sql = postgres(url, { ...tcpNoDelay, max: 1, onnotice: () => {} })
+      const sql = postgres(url, { ...tcpNoDelay, max: options.poolSize ?? 1, prepare: !options.pooler, onnotice: () => {} })
       await sql`select 1` // connect now, not in the first timed unit of work
       const commit = mode === 'pipelined' ? pipelined(sql) : sequential(sql)
-      return rawUnitsOfWork(sql, commit)
+      // scale's hand-written insert is the same for both: measured once, as raw-pipelined.
+      const { scale, ...units } = rawUnitsOfWork(sql, commit)
+      return mode === 'pipelined' && scale ? { ...units, scale } : units
     },
   }
 }
@@ -115,6 +118,15 @@ function rawUnitsOfWork(sql: postgres.Sql, commit: Commit): Series {
     },
     async noopFlush() {
       return work(async () => {})
+    },
+    async scale(names) {
+      // As src/scale.ts writes it by hand: ids from nextval, one unnest insert, in a transaction.
+      return work(() =>
+        sql.begin(async (tx) => {
+          const ids = (await tx`select nextval('scale_item_id_seq')::text as id from generate_series(1, ${names.length}::int4)`).map((r) => r.id as string)
+          await tx`insert into scale_item (id, name) select * from unnest(${ids}::int8[], ${names as string[]}::text[])`
+        }).then(() => undefined),
+      )
     },
     close: () => sql.end(),
   }

@@ -129,6 +129,12 @@ const TagSchema = new EntitySchema<Tag>({
   },
 })
 
+interface ScaleItem {
+  id: string
+  name: string
+}
+const ScaleItemSchema = new EntitySchema<ScaleItem>({ name: 'ScaleItem', tableName: 'scale_item', columns: { id, name: { type: 'text' } } })
+
 /** t01…t20 share one shape; each is its own entity (T01…T20) on its own table. */
 function mixedSchema(table: string): EntitySchema<MixedRow> {
   return new EntitySchema<MixedRow>({
@@ -148,17 +154,19 @@ const ids = (values: readonly number[]) => In(values.map(String))
 
 export const series: SeriesFactory = {
   name: 'typeorm',
-  async open(url) {
+  pooler: true,
+  async open(url, options = {}) {
     const dataSource = new DataSource({
       type: 'postgres',
       url,
-      entities: [AuthorSchema, BookSchema, BookReviewSchema, TagSchema, ...MIXED.values()],
+      entities: [AuthorSchema, BookSchema, BookReviewSchema, TagSchema, ScaleItemSchema, ...MIXED.values()],
       synchronize: false,
       migrationsRun: false,
       logging: false,
-      extra: { max: 1 },
+      extra: { max: options.poolSize ?? 1 },
     })
     await dataSource.initialize()
+    await dataSource.query('select 1') // connect now, not in the first timed unit of work
     return typeormUnitsOfWork(dataSource)
   },
 }
@@ -256,6 +264,15 @@ function typeormUnitsOfWork(dataSource: DataSource): Series {
       return async () => {
         await dataSource.transaction(async (manager) => {
           await manager.save(mixed(seed.table), rows)
+        })
+      }
+    },
+    async scale(names) {
+      return async () => {
+        await dataSource.transaction(async (manager) => {
+          // insert() of an array: one multi-row INSERT (with RETURNING id) per 10,000 rows, under
+          // PostgreSQL's 65,535 bind parameters; save() would first look every entity up.
+          for (let i = 0; i < names.length; i += 10_000) await manager.insert(ScaleItemSchema, names.slice(i, i + 10_000).map((name) => ({ name })))
         })
       }
     },

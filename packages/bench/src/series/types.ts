@@ -13,6 +13,11 @@ export interface Series {
   deleteGraph(seed: DeleteSeed): Promise<UnitOfWork>
   cpuFlush(seed: CpuSeed): Promise<UnitOfWork>
   noopFlush(seed: CpuSeed): Promise<UnitOfWork>
+  /**
+   * scale (optional: only where writing N new entities in one unit of work is natural): insert one
+   * scale_item row per name, ids from the table's sequence, in one transaction.
+   */
+  scale?(names: readonly string[]): Promise<UnitOfWork>
   close(): Promise<void>
 }
 
@@ -20,8 +25,24 @@ export type UnitOfWork = () => Promise<void>
 
 export interface SeriesFactory {
   readonly name: string
-  /** Connects to `url` (through the latency proxy; use one connection: max 1 in the pool). */
-  open(url: string): Promise<Series>
+  /**
+   * Whether it runs behind PgBouncer in transaction mode (`--pooler`): nothing may outlive a
+   * transaction on a server connection, named prepared statements included.
+   */
+  readonly pooler: boolean
+  /**
+   * Connects to `url` (through the latency proxy) with a pool of `options.poolSize` connections (1
+   * unless given), connects now (a `select 1`, so that no timed unit of work opens a connection),
+   * and with `options.pooler` configures itself for a transaction pooler.
+   */
+  open(url: string, options?: OpenOptions): Promise<Series>
+}
+
+export interface OpenOptions {
+  /** Connections in the series' pool; 1 by default. */
+  readonly poolSize?: number
+  /** Behind PgBouncer in transaction mode: no named prepared statements. */
+  readonly pooler?: boolean
 }
 
 /**
