@@ -15,8 +15,15 @@ const WORKERS = 8
 const RUN_MS = 2_500
 const KILL_EVERY_MS = 200
 
+const FLUSH_TIMEOUT_MS = 3_000
+/**
+ * Longest a request may take: a failed flush settles within the flush timeout plus the 5 s outcome
+ * budget (docs/reliability.md); the rest is slack for a busy 2-core CI machine, where timers fire late.
+ */
+const SETTLE_MS = FLUSH_TIMEOUT_MS + 5_000 + 7_000
+
 /** Fails with `what` rather than letting the test time out without saying which step hung. */
-function within<T>(work: Promise<T>, what: string, ms = 10_000): Promise<T> {
+function within<T>(work: Promise<T>, what: string, ms = SETTLE_MS): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms)))
   return Promise.race([work, late]).finally(() => clearTimeout(timer))
@@ -37,9 +44,9 @@ describe.each(EXECUTORS)('pooled connections killed under load, through %s', (na
     await ns?.drop()
   })
 
-  it('reads and flushes fail typed or succeed, and the pool recovers', { timeout: 30_000 }, async () => {
+  it('reads and flushes fail typed or succeed, and the pool recovers', { timeout: 60_000 }, async () => {
     // A short flush timeout (it bounds reads too): a query a driver lost track of fails typed, soon.
-    const executor = openExecutor(name, inject('databaseUrl'), schema, { max: 4, searchPath: ns.name, applicationName: app, orm: { flushTimeoutMs: 3_000 } })
+    const executor = openExecutor(name, inject('databaseUrl'), schema, { max: 4, searchPath: ns.name, applicationName: app, orm: { flushTimeoutMs: FLUSH_TIMEOUT_MS } })
     const untyped: string[] = []
     const counts = { reads: 0, flushes: 0, typed: 0, killed: 0 }
     try {
@@ -72,9 +79,11 @@ describe.each(EXECUTORS)('pooled connections killed under load, through %s', (na
           counts.killed += rows.length
         }
       }
-      await within(Promise.all([killer(), ...Array.from({ length: WORKERS }, (_, w) => worker(w))]), 'the load', RUN_MS + 15_000)
+      await within(Promise.all([killer(), ...Array.from({ length: WORKERS }, (_, w) => worker(w))]), 'the load', RUN_MS + SETTLE_MS + 5_000)
       console.log(`${name}: ${counts.killed} backends killed under ${counts.reads} reads and ${counts.flushes} flushes; ${counts.typed} typed errors, ${untyped.length} untyped`)
-      expect(untyped).toEqual([])
+      if (untyped.length > 0) console.log(`${name}: untyped errors, with stacks:\n${untyped.join('\n\n')}`)
+      // On one line, so that CI's failure summary names them.
+      expect(untyped, `untyped errors: ${untyped.map((u) => u.split('\n', 2).join(' ')).join(' | ')}`).toEqual([])
       expect(counts.killed).toBeGreaterThan(0)
       expect(counts.reads + counts.flushes).toBeGreaterThan(0)
 
