@@ -2,6 +2,7 @@ import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
 import { ConnectionLostError, FlushError, FlushTimeoutError, FlushwaveError } from '../errors.js'
 import { Capture } from './capture.js'
 import { read } from './reads.js'
+import { withoutLeadingHoles } from './sparse-rows.js'
 import { OUTCOME_BUDGET_MS, resolveOutcome, type OpenProbe } from './outcome.js'
 import type { Ledger } from '../sql/render-ledger.js'
 import { afterStaleError, Reservation, ReserveTimeout } from './reservation.js'
@@ -55,7 +56,7 @@ export class PostgresJsExecutor implements Executor {
     this.emit('read', statement)
     // afterStaleError: postgres.js may hand a terminated backend's FATAL to the next query (see there).
     const rows = await read(() => afterStaleError(() => this.run(this.sql, statement).values()), { retry: !this.options.inTransaction, timeoutMs: this.timeoutMs })
-    return rows as unknown as unknown[][]
+    return withoutLeadingHoles(rows as unknown as unknown[][])
   }
 
   async nextIds(requests: readonly IdRequest[]): Promise<IdBlocks> {
@@ -70,7 +71,7 @@ export class PostgresJsExecutor implements Executor {
       // Taking ids writes nothing a flush could lose: whatever failed here, nothing was committed.
       throw error instanceof FlushwaveError || (isServerError(error) && !endsSession(error)) ? error : lost(error, 'rolled-back', undefined)
     })) as unknown as unknown[][]
-    return { ids: readNextIds(requests, rows), roundTrips: readRoundTrips(query!) }
+    return { ids: readNextIds(requests, withoutLeadingHoles(rows)), roundTrips: readRoundTrips(query!) }
   }
 
   /**
@@ -108,7 +109,7 @@ export class PostgresJsExecutor implements Executor {
             if (failed) throw (failed as PromiseRejectedResult).reason
             roundTrips += pipelineRoundTrips(queries)
             if (prepares) prepared += queries.filter(wasDescribed).length
-            if (own && i + this.maxPipeline >= sends.length) idRows = (settled[settled.length - 1] as PromiseFulfilledResult<unknown>).value as unknown[][]
+            if (own && i + this.maxPipeline >= sends.length) idRows = withoutLeadingHoles((settled[settled.length - 1] as PromiseFulfilledResult<unknown>).value as unknown[][])
           }
           return { prepared, roundTrips }
         }),
@@ -194,7 +195,7 @@ export class PostgresJsExecutor implements Executor {
         if (begin && capture) {
           flight.begin = begin
           capture.then((rows) => {
-            const row = rows[0] as { xid: string; pid: number } | undefined
+            const row = withoutLeadingHoles(rows)[0] as { xid: string; pid: number } | undefined
             if (row) Object.assign(flight, row)
           }, () => undefined)
         }
@@ -257,7 +258,7 @@ export class PostgresJsExecutor implements Executor {
     const own = { ...options, max: 1, idle_timeout: 0, fetch_types: false, shared: { retries: 0, typeArrayMap: {} } }
     const client = import('postgres').then(({ default: postgres }) => postgres(own as never) as Sql)
     return {
-      probe: async (text, params) => (await (await client).unsafe(text, params as string[]).values()) as unknown as unknown[][],
+      probe: async (text, params) => withoutLeadingHoles((await (await client).unsafe(text, params as string[]).values()) as unknown as unknown[][]),
       close: async () => (await client).end({ timeout: 0 }),
     }
   }
