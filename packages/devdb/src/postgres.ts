@@ -28,6 +28,8 @@ export interface Database {
 export interface EmbeddedDatabase extends Database {
   /** Kills the postmaster and every server process with SIGKILL, like a machine losing power. */
   crash(): Promise<void>
+  /** Stops the server as an operator's restart does (fast shutdown: sessions are ended, their transactions rolled back), keeping its data. */
+  shutdown(): Promise<void>
   /** Starts the server again on the same port and data directory (it recovers from its WAL). */
   restart(): Promise<void>
 }
@@ -107,13 +109,16 @@ async function startEmbedded({ port: wantedPort, log = false, binDir }: StartDat
     server = started.child
     await within(started.ready, START_TIMEOUT_MS, what)
   }
-  // Fast shutdown, then the directory goes.
-  const stopServer = async () => {
+  const shutdown = async () => {
     if (server && server.exitCode === null && server.signalCode === null) {
       const exited = once(server, 'exit')
-      server.kill('SIGINT')
-      await within(exited, STOP_TIMEOUT_MS, 'postgres did not stop').catch(() => {})
+      server.kill('SIGINT') // fast shutdown
+      await within(exited, STOP_TIMEOUT_MS, 'postgres did not stop')
     }
+  }
+  // Fast shutdown, then the directory goes.
+  const stopServer = async () => {
+    await shutdown().catch(() => {})
     unhook()
     killAndRemoveSync(dataDir, root)
   }
@@ -175,6 +180,7 @@ async function startEmbedded({ port: wantedPort, log = false, binDir }: StartDat
     external: false,
     stop,
     crash,
+    shutdown,
     restart,
   }
 }

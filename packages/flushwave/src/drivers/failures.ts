@@ -1,6 +1,7 @@
 import { ConnectionLostError, FlushTimeoutError } from '../errors.js'
 import type { WriteStatement } from '../sql/statement.js'
 import { endsSession, flushError, IN_FAILED_TRANSACTION, isServerError, type ServerError } from './pg-error.js'
+import { OUTCOME_BUDGET_MS } from './outcome.js'
 
 /** What every executor reads from a pipeline's answers: the same rules whatever the driver. */
 
@@ -38,7 +39,8 @@ export function lost(error: unknown, outcome: 'rolled-back' | 'unknown', transac
   const what =
     outcome === 'rolled-back'
       ? 'nothing was committed'
-      : 'the outcome is unknown: no answer to this flush arrived and the server could not say whether it committed ' +
+      : `the outcome is unknown: no answer to this flush arrived, and the server could not be reached within the ${OUTCOME_BUDGET_MS / 1000} s outcome budget ` +
+        '(or, with outcomeLedger: false, could not tell) to say whether it committed ' +
         '(a retry cannot write it twice: its inserts would fail as duplicates, its versioned updates as stale)'
   const options = { cause: error, transactionId }
   if (timedOutAfter !== false) return new FlushTimeoutError(`flush timed out after ${timedOutAfter} ms; ${what}`, outcome, options)
