@@ -281,7 +281,8 @@ async function blockedOnLock(): Promise<number> {
     if (rows.length > 0) return rows[0]!.pid as number
     await sleep(20)
   }
-  throw new Error('the flush never waited on the lock')
+  const activity = await direct`select pid, state, wait_event_type, wait_event, left(query, 60) as query from pg_stat_activity where application_name = ${APP}`
+  throw new Error(`the flush never waited on the lock; sessions of Flushwave: ${JSON.stringify(activity)}`)
 }
 
 describe.each(EXECUTORS)('%s', (name) => {
@@ -347,6 +348,70 @@ describe.each(EXECUTORS)('%s', (name) => {
         await poolIsWhole()
       }
     })
+
+    // The connection is cut once the whole pipeline, COMMIT included, is written and before any
+    // answer arrived: the client knows neither the transaction id nor the server process. The
+    // server still holds the transaction, blocked on a lock. Released at once, it may commit before
+    // Flushwave asks; held, Flushwave's claim on the ledger token ends it. Never 'unknown'.
+    for (const lockHeld of [false, true]) {
+      const expected: readonly Outcome[] = lockHeld ? ['rolled-back'] : ['recovered', 'rolled-back']
+      it(`the connection is cut right after COMMIT was written, before any answer, the lock ${lockHeld ? 'held on' : 'released at once'}: ${expected.join(' or ')}`, { timeout: 60_000 }, async () => {
+        for (let i = 0; i < REPEAT; i++) {
+          await orm.warmUp() // the whole pipeline leaves at once
+          const { em, token } = await unitOfWork()
+          // A flush first, so that the executor is done reconnecting after the previous cut: with no
+          // answers coming back, even its reconnecting `select 1` would stall the flush under test.
+          const settle = orm.em()
+          settle.create('Tag', { name: `${token}-settle` })
+          await settle.flush()
+          const holder = await direct.reserve()
+          let heal: (() => Promise<void>) | undefined
+          let outcome: Outcome
+          try {
+            await holder`begin`
+            await holder`select 1 from author where id = ${anchorId} for update`
+            heal = await proxy.addToxic({ type: 'timeout', stream: 'downstream', attributes: { timeout: 0 } })
+            const flushing = settlesWithin(em.flush(), FLUSH_TIMEOUT + 8_000, 'flush')
+            flushing.catch(() => undefined)
+            await blockedOnLock()
+            await proxy.setEnabled(false) // cuts every connection through the proxy
+            if (!lockHeld) await holder`commit`
+            await heal()
+            heal = undefined
+            await sleep(HEAL)
+            await proxy.setEnabled(true)
+            const settled = await flushing.then((result) => ({ result }), (error: unknown) => ({ error }))
+            if ('result' in settled) {
+              expect(settled.result.recovered, 'no answer arrived, yet the flush did not need to recover its outcome').toBeDefined()
+              outcome = 'recovered'
+            } else {
+              expect(settled.error).toBeInstanceOf(ConnectionLostError)
+              outcome = (settled.error as ConnectionLostError).outcome
+            }
+          } finally {
+            await heal?.()
+            await proxy.setEnabled(true)
+            await holder`commit`.catch(() => undefined)
+            holder.release()
+          }
+          const state = await written(token)
+          expect(expected, `outcome with the lock ${lockHeld ? 'held' : 'released'}`).toContain(outcome)
+          expect(state).toBe(outcome === 'recovered' ? 'all' : 'none')
+          if (outcome === 'rolled-back') {
+            await em.flush()
+            expect(await written(token)).toBe('all')
+            tally.retried++
+          } else {
+            expect((await em.flush()).statements).toBe(0)
+          }
+          await poolIsWhole()
+          tally.cases++
+          tally[outcome === 'recovered' ? 'committed' : 'rolledBack']++
+          if (outcome === 'recovered') tally.recovered++
+          seen.set(`cut after COMMIT, lock ${lockHeld ? 'held' : 'released'}`, [...(seen.get(`cut after COMMIT, lock ${lockHeld ? 'held' : 'released'}`) ?? []), outcome])
+        }
+      })
+    }
 
     it('a flush stuck on a lock past its timeout is ended on the server and reported rolled back', { timeout: 60_000 }, async () => {
       for (let i = 0; i < REPEAT; i++) {
