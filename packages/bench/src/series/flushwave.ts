@@ -63,8 +63,11 @@ export const mixedName = (table: string) => table.toUpperCase() as Mixed
 /** Flushwave as designed: one pipeline from BEGIN to COMMIT. */
 export const series: SeriesFactory = flushwaveSeries('flushwave')
 
-/** The unit of work on Flushwave; `executor` swaps how the plan is sent (flushwave-begin). */
-export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => Executor): SeriesFactory {
+/**
+ * The unit of work on Flushwave; `executor` swaps how the plan is sent (flushwave-begin), and
+ * `outcomeLedger: false` turns the outcome ledger off (flushwave-noledger).
+ */
+export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => Executor, settings: { outcomeLedger?: false } = {}): SeriesFactory {
   return {
     name,
     // Behind a pooler postgres.js must not name statements: `prepare: false` (Flushwave follows it).
@@ -73,7 +76,7 @@ export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => 
       // As Flushwave recommends: TCP_NODELAY, so a pipeline's later pieces never wait for an ACK.
       const sql = postgres(url, { ...tcpNoDelay, max: options.poolSize ?? 1, prepare: !options.pooler, onnotice: () => {} })
       await sql`select 1` // connect now, not in the first timed unit of work
-      const orm = flushwave(executor ? { schema: benchSchema, executor: executor(sql) } : { schema: benchSchema, sql })
+      const orm = flushwave(executor ? { schema: benchSchema, executor: executor(sql), ...settings } : { schema: benchSchema, sql, ...settings })
       return flushwaveUnitsOfWork(() => orm.em(), () => sql.end())
     },
   }

@@ -9,6 +9,7 @@ export const SERIES = [
   'flushwave-pg',
   'flushwave-knex',
   'flushwave-begin',
+  'flushwave-noledger',
   'raw-pipelined',
   'raw-sequential',
   'mikro-orm',
