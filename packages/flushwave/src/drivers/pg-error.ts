@@ -23,10 +23,15 @@ export interface ServerError {
   readonly constraint_name?: string
 }
 
-/** A server error carries a five-character SQLSTATE and a severity; connection errors do not. */
+/**
+ * A server error carries a five-character SQLSTATE and a severity; connection errors do not.
+ * postgres.js names the severity field S `severity_local` and V `severity`. PgBouncer's own errors
+ * (FATAL 08P01 "database removed" after KILL, …) have no V: without the fallback they passed for
+ * driver errors, so reads let them through untyped and the stale-FATAL retry did not retry them.
+ */
 export function isServerError(error: unknown): error is ServerError {
-  const e = error as { code?: unknown; severity?: unknown } | null
-  return typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string'
+  const e = error as { code?: unknown; severity?: unknown; severity_local?: unknown } | null
+  return typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && (typeof e.severity === 'string' || typeof e.severity_local === 'string')
 }
 
 /**
@@ -35,7 +40,8 @@ export function isServerError(error: unknown): error is ServerError {
  * connection exception. For a flush that is a lost connection, not a failed statement.
  */
 export function endsSession(error: ServerError): boolean {
-  const severity = (error as { severity?: string }).severity
+  const e = error as { severity?: string; severity_local?: string }
+  const severity = e.severity ?? e.severity_local
   return severity === 'FATAL' || severity === 'PANIC' || error.code.startsWith('08')
 }
 
