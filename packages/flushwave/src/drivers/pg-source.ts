@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import type { OpenProbe } from './outcome.js'
-import { guardErrors } from './pg-client.js'
+import { destroyConnection, guardErrors } from './pg-client.js'
 import { isConnectionFailure } from './reads.js'
 import type { PgClient, PgPool, PgPoolClient, PgResult, PgStandaloneClient } from './pg-client.js'
 
@@ -107,7 +107,9 @@ export function knexSource(knex: Knex | Knex.Transaction): PgSource {
     // (knex listens for its errors itself.)
     openProbe: probeWith(async () => {
       const raw = (await client.acquireRawConnection()) as PgClient
-      return { query: (config) => raw.query(config), connect: async () => undefined, end: () => client.destroyRawConnection(raw) }
+      const probe: PgStandaloneClient = { query: (config) => raw.query(config), connect: async () => undefined, end: () => client.destroyRawConnection(raw) }
+      // The raw client's connection, so that destroyConnection can cut this probe's socket too.
+      return Object.assign(probe, { connection: (raw as { connection?: unknown }).connection })
     }, false),
     transaction: (fn) => (knex as Knex).transaction((trx) => fn(knexSource(trx))),
   }
@@ -116,21 +118,38 @@ export function knexSource(knex: Knex | Knex.Transaction): PgSource {
 /** A probe on a fresh connection made by `make`; `connect` says whether it still has to connect. */
 function probeWith(make: () => Promise<PgStandaloneClient>, connect = true): OpenProbe {
   return () => {
-    const opened = make().then(async (client) => {
+    const made = make().then((client) => {
       // A probe may be cut off mid-answer: an 'error' with no listener would crash the process.
       ;(client as unknown as { on?: (event: string, fn: () => void) => void }).on?.('error', () => undefined)
+      return client
+    })
+    const opened = made.then(async (client) => {
       if (connect) await client.connect()
       return client
     })
+    opened.catch(() => undefined) // a probe that failed to connect and was never asked anything
     return {
       probe: async (text, params) => (await (await opened).query({ text, values: [...params], rowMode: 'array' })).rows as unknown[][],
+      // Never waits for the connection: neither for it to finish connecting nor for end(), which
+      // waits for the peer to close. A pooler can hold a new connection's login for many seconds
+      // (PgBouncer after KILL: server_login_retry, 15 s), and waiting here kept a failed flush
+      // unsettled that long, past its timeout plus OUTCOME_BUDGET_MS. Say goodbye, and cut the
+      // socket if it has not closed soon after; a connection still being made gets the same once made.
       close: async () => {
-        const client = await opened.catch(() => undefined)
-        await client?.end()
+        void made.then(
+          (client) => {
+            void client.end().catch(() => undefined)
+            setTimeout(() => destroyConnection(client), CLOSE_GRACE_MS).unref()
+          },
+          () => undefined,
+        )
       },
     }
   }
 }
+
+/** How long a probe connection gets to close politely before its socket is cut. */
+const CLOSE_GRACE_MS = 100
 
 /** node-postgres itself, loaded only when a pool does not say which Client class it uses. */
 async function loadPg(): Promise<{ Client: new (config: object) => PgStandaloneClient }> {
