@@ -152,8 +152,15 @@ export class PostgresJsExecutor implements Executor {
       if (this.reconnecting) {
         // postgres.js 3.4.9 loses a connection for good when a reserve() fails to connect (the
         // rejected request stays queued and later swallows a connection). After a connection
-        // failure, let a plain query reconnect the pool first: it leaves nothing queued.
-        await withDeadline(afterStaleError(() => this.sql.unsafe('select 1')), deadline, () => new ReserveTimeout())
+        // failure, let plain queries reconnect the pool first: they leave nothing queued. One per
+        // connection of the pool, at once, so that each closed connection reconnects through one:
+        // a connection whose session ended with a FATAL error (a terminated backend, PgBouncer's
+        // KILL) hands that error to the first request of its next session, and a reservation
+        // taking it would lose the connection (one of two, after a KILL through PgBouncer). This
+        // opens every connection of the pool, once per connection failure.
+        const connections = (this.sql as { options?: { max?: number } }).options?.max ?? 1
+        const reconnect = () => afterStaleError(() => this.sql.unsafe('select 1'))
+        await withDeadline(Promise.all(Array.from({ length: connections }, reconnect)), deadline, () => new ReserveTimeout())
         this.reconnecting = false
       }
       reservation = await Reservation.open(this.sql, deadline)
