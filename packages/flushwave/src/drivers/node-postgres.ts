@@ -91,7 +91,10 @@ export class NodePostgresExecutor implements Executor {
     })
     const statements = waves.flat()
     const captured = this.capture.next()
-    const flight: { xid?: string; pid?: number } = client.processID ? { pid: client.processID } : {}
+    // The server process comes from the capture's answer (pg_backend_pid()). The connection's key
+    // data names it only on a direct connection: behind a pooler it is the pooler's own key, maybe
+    // another client's backend. With the ledger nothing needs it; without, it is all there is.
+    const flight: { xid?: string; pid?: number } = !captured.ledger && client.processID ? { pid: client.processID } : {}
     const unguard = guardErrors(client)
     let timedOut = false
     let broken = false

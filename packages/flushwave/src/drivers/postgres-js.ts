@@ -239,7 +239,9 @@ export class PostgresJsExecutor implements Executor {
       clearTimeout(timer)
       this.reconnecting = true
       reservation.terminate()
-      const pid = flight.pid ?? (flight.begin && reservation.pidOf(flight.begin))
+      // As in node-postgres.ts: the key data's process id only without the ledger (behind a pooler
+      // it is not the flush's server process).
+      const pid = flight.pid ?? (!captured.ledger && flight.begin ? reservation.pidOf(flight.begin) : undefined)
       const outcome = await resolveOutcome(
         () => this.openProbe(),
         { xid: flight.xid, pid, ledger: captured.ledger },

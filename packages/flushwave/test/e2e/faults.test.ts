@@ -240,7 +240,7 @@ async function runCase(fault: Fault): Promise<[Outcome, Written]> {
   } else {
     expect(error).toBeInstanceOf(ConnectionLostError)
     const lost = error as ConnectionLostError
-    if (fault.timesOut) expect(lost).toBeInstanceOf(FlushTimeoutError)
+    if (fault.timesOut) expect(lost, lost.message).toBeInstanceOf(FlushTimeoutError)
     outcome = lost.outcome
     // The reported outcome never contradicts the database.
     if (lost.outcome === 'rolled-back') expect(state).toBe('none')
