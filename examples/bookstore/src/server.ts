@@ -84,6 +84,9 @@ export async function startBookstore(options: BookstoreOptions): Promise<Booksto
   const app = buildApp({ orm, ...(options.logLevel ? { logLevel: options.logLevel } : {}) })
   try {
     options.configure?.(app)
+    // The migrated database must match the schema the handlers flush with: fail at start-up with
+    // every difference listed (SchemaMismatchError), not at the first flush that trips over one.
+    await orm.assertSchema()
     const seeded = options.seed ? await seed(orm) : undefined
     // Opens the pooled connections, prepares every shape on each and fills the id pool; without it a
     // shape new to a connection is parsed in its first flush (Server-Timing then says "N cold").

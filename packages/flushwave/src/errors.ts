@@ -1,3 +1,4 @@
+import { describeDifferences, type SchemaDifference } from './schema/check.js'
 /** Every error Flushwave throws on purpose is a FlushwaveError, so callers can tell ours from bugs. */
 export class FlushwaveError extends Error {
   override name = 'FlushwaveError'
@@ -6,6 +7,17 @@ export class FlushwaveError extends Error {
 /** The schema definition is inconsistent (unknown relation target, bad inverse, duplicate table…). */
 export class SchemaError extends FlushwaveError {
   override name = 'SchemaError'
+}
+
+/**
+ * The live database does not match the schema (`orm.assertSchema()`): every difference at once, in
+ * `differences` and one a line in the message.
+ */
+export class SchemaMismatchError extends SchemaError {
+  override name = 'SchemaMismatchError'
+  constructor(readonly differences: readonly SchemaDifference[]) {
+    super(`the database does not match the schema (${differences.length} difference${differences.length === 1 ? '' : 's'}):\n${describeDifferences(differences)}`)
+  }
 }
 
 /** A value cannot be stored in its column; raised before anything is sent to the database. */

@@ -3,8 +3,10 @@ import type { Sql } from 'postgres'
 import { NodePostgresExecutor } from './drivers/node-postgres.js'
 import type { PgPool } from './drivers/pg-client.js'
 import { knexSource, poolSource } from './drivers/pg-source.js'
-import { FlushwaveError } from './errors.js'
+import { FlushwaveError, SchemaMismatchError } from './errors.js'
 import type { Executor, QueryEvent } from './drivers/executor.js'
+import { compareCatalog, expectedTables, type SchemaDifference } from './schema/check.js'
+import { renderColumnCatalog, renderForeignKeyCatalog } from './sql/render-catalog.js'
 import { PostgresJsExecutor } from './drivers/postgres-js.js'
 import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
@@ -59,6 +61,8 @@ export class Flushwave<D extends SchemaDefs> {
   private readonly ids: IdPool
   private readonly hooks: Hooks<D>
   private readonly maxRowsPerStatement: number | undefined
+  /** The outcome ledger's table, quoted; undefined with `outcomeLedger: false`. */
+  private readonly ledgerTable: string | undefined
 
   constructor(options: FlushwaveOptions<D>) {
     this.schema = options.schema
@@ -73,6 +77,7 @@ export class Flushwave<D extends SchemaDefs> {
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
       ...(table === false ? {} : { ledger: ledger(table) }),
     }
+    this.ledgerTable = settings.ledger?.table
     const given = [options.sql, options.pg, options.knex, options.executor].filter((x) => x !== undefined).length
     if (given !== 1) throw new FlushwaveError('flushwave() takes exactly one of `sql` (postgres.js), `pg` (a pg.Pool), `knex` or `executor`')
     this.executor =
@@ -90,6 +95,27 @@ export class Flushwave<D extends SchemaDefs> {
    */
   warmUp(): Promise<WarmUpResult> {
     return warmUp(this.schema, this.executor, this.ids)
+  }
+
+  /**
+   * Compares the schema with the live database (through the search path, as flushes see it): every
+   * table, column, type, nullability, sequence for ids and foreign key the flushes and reads rely
+   * on, and the outcome ledger. Two catalog queries; returns every difference, none when it matches.
+   * Not compared: type modifiers (numeric's precision, varchar's length), enum labels, defaults.
+   */
+  async checkSchema(): Promise<SchemaDifference[]> {
+    const expected = expectedTables(this.schema, this.ledgerTable)
+    const [columns, keys] = await Promise.all([
+      this.executor.read(renderColumnCatalog(expected.columns)),
+      this.executor.read(renderForeignKeyCatalog(expected.foreignKeys)),
+    ])
+    return compareCatalog(expected, columns, keys)
+  }
+
+  /** `checkSchema()`, throwing a SchemaMismatchError that lists every difference: for start-up. */
+  async assertSchema(): Promise<void> {
+    const differences = await this.checkSchema()
+    if (differences.length > 0) throw new SchemaMismatchError(differences)
   }
 
   /**

@@ -1,0 +1,55 @@
+import { arrayLiteral } from './array-literal.js'
+import type { Statement } from './statement.js'
+
+/** A column the schema expects: table quoted as Flushwave writes it, column as stored, SQL type as cast. */
+export interface ExpectedColumn {
+  readonly table: string
+  readonly column: string
+  readonly sqlType: string
+  readonly notNull: boolean
+  /** The id of a table with sequence ids: it needs an identity column or an owned sequence. */
+  readonly sequence: boolean
+}
+
+/** A foreign key the schema expects, from `table`.`column` to `target`'s primary key. */
+export interface ExpectedForeignKey {
+  readonly table: string
+  readonly column: string
+  readonly target: string
+  /** Declared `.deferrable()`: the planner relies on it being checked at COMMIT. */
+  readonly deferred: boolean
+}
+
+/**
+ * One row per expected column, in order: whether the table and column exist, the column's type and
+ * the expected type as the server names them (to_regtype: null when that type does not exist, e.g.
+ * a missing enum), NOT NULL, and whether it has an identity or owned sequence. Tables resolve
+ * through the search path, as the flushes' own statements do.
+ */
+export function renderColumnCatalog(columns: readonly ExpectedColumn[]): Statement {
+  return {
+    text:
+      'select to_regclass(x.tbl) is not null, a.attnum is not null, a.atttypid::regtype::text, to_regtype(x.typ)::text, a.attnotnull, ' +
+      "case when a.attnum is not null then a.attidentity <> '' or pg_get_serial_sequence(x.tbl, x.col) is not null end " +
+      'from unnest($1::text[], $2::text[], $3::text[]) with ordinality as x(tbl, col, typ, i) ' +
+      'left join pg_attribute a on a.attrelid = to_regclass(x.tbl) and a.attname = x.col and a.attnum > 0 and not a.attisdropped ' +
+      'order by x.i',
+    params: [arrayLiteral(columns.map((c) => c.table)), arrayLiteral(columns.map((c) => c.column)), arrayLiteral(columns.map((c) => c.sqlType))],
+  }
+}
+
+/**
+ * One row per expected foreign key, in order: whether a single-column foreign key from that column
+ * to that table exists, and whether it is deferrable and initially deferred.
+ */
+export function renderForeignKeyCatalog(keys: readonly ExpectedForeignKey[]): Statement {
+  return {
+    text:
+      'select x.i, bool_or(con.oid is not null), bool_or(con.condeferrable and con.condeferred) ' +
+      'from unnest($1::text[], $2::text[], $3::text[]) with ordinality as x(tbl, col, target, i) ' +
+      'left join pg_attribute a on a.attrelid = to_regclass(x.tbl) and a.attname = x.col and a.attnum > 0 and not a.attisdropped ' +
+      "left join pg_constraint con on con.contype = 'f' and con.conrelid = a.attrelid and con.conkey = array[a.attnum] and con.confrelid = to_regclass(x.target) " +
+      'group by x.i order by x.i',
+    params: [arrayLiteral(keys.map((k) => k.table)), arrayLiteral(keys.map((k) => k.column)), arrayLiteral(keys.map((k) => k.target))],
+  }
+}
