@@ -1,8 +1,7 @@
-import type { Knex } from 'knex'
 import type { Sql } from 'postgres'
 import { NodePostgresExecutor } from './drivers/node-postgres.js'
 import type { PgPool } from './drivers/pg-client.js'
-import { knexSource, poolSource } from './drivers/pg-source.js'
+import { knexSource, poolSource, type KnexLike } from './drivers/pg-source.js'
 import { FlushwaveError, SchemaMismatchError } from './errors.js'
 import type { Executor, QueryEvent } from './drivers/executor.js'
 import { compareCatalog, expectedTables, type SchemaDifference } from './schema/check.js'
@@ -27,7 +26,7 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
    */
   readonly pg?: PgPool
   /** Your knex instance (`client: 'pg'`): flushes pipeline on a connection of its pool, inside your knex transaction when you pass one. */
-  readonly knex?: Knex | Knex.Transaction
+  readonly knex?: KnexLike
   /** Any other executor. */
   readonly executor?: Executor
   /** Called with every statement and its parameters, for debugging. */

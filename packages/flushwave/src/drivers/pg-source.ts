@@ -1,4 +1,3 @@
-import type { Knex } from 'knex'
 import type { OpenProbe } from './outcome.js'
 import { destroyConnection, guardErrors } from './pg-client.js'
 import { isConnectionFailure } from './reads.js'
@@ -84,14 +83,32 @@ function clientSource(client: PgClient, openProbe: OpenProbe): PgSource {
   }
 }
 
+/**
+ * The part of a knex instance or transaction (`client: 'pg'`) Flushwave uses. Structural, so that
+ * Flushwave's declarations do not import knex's: applications without knex need not install it.
+ */
+export interface KnexLike {
+  readonly client: unknown
+  readonly isTransaction?: boolean
+  transaction(scope: (trx: KnexLike) => Promise<unknown>): Promise<unknown>
+}
+
+/** What Flushwave calls on knex's client (knex's Client, not part of its public types either). */
+interface KnexClient {
+  acquireConnection(): Promise<unknown>
+  releaseConnection(connection: unknown): unknown
+  acquireRawConnection(): Promise<unknown>
+  destroyRawConnection(connection: unknown): Promise<void>
+}
+
 /** The knex instance (or transaction) of an application on knex with the `pg` client. */
-export function knexSource(knex: Knex | Knex.Transaction): PgSource {
+export function knexSource(knex: KnexLike): PgSource {
   // In a knex transaction, its client hands out the transaction's connection and ignores releases.
-  const client = knex.client as Knex.Client
+  const client = knex.client as KnexClient
   const acquire = async () => (await client.acquireConnection()) as PgClient
   const release = (connection: PgClient) => void client.releaseConnection(connection)
   return {
-    inTransaction: (knex as Knex.Transaction).isTransaction === true,
+    inTransaction: knex.isTransaction === true,
     query: async (config) => {
       const connection = await acquire()
       try {
@@ -111,7 +128,7 @@ export function knexSource(knex: Knex | Knex.Transaction): PgSource {
       // The raw client's connection, so that destroyConnection can cut this probe's socket too.
       return Object.assign(probe, { connection: (raw as { connection?: unknown }).connection })
     }, false),
-    transaction: (fn) => (knex as Knex).transaction((trx) => fn(knexSource(trx))),
+    transaction: async (fn) => (await knex.transaction((trx) => fn(knexSource(trx)))) as Awaited<ReturnType<typeof fn>>,
   }
 }
 
