@@ -16,7 +16,8 @@ PORT=$port EXECUTOR=$executor pnpm example > "$log" 2>&1 &
 for _ in $(seq 60); do curl -s -o /dev/null "http://127.0.0.1:$port/authors/1" && break; sleep 1; done
 # The example's embedded database is the PostgreSQL that started listening since.
 dbport=$(comm -13 <(echo "$before") <(listeners) | cut -d: -f2 | head -1)
-stop() { pkill -INT -f 'bookstore.*src/main.ts|node --import tsx src/main.ts'; sleep 2; }
+# Stops the example by the process listening on its port (never by name: other tools run src/main.ts too).
+stop() { local pid; pid=$(ss -ltnpH "sport = :$port" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2); [ -n "$pid" ] && kill -INT "$pid"; sleep 2; }
 [ -n "$dbport" ] || { echo "could not find the example's database (see $log)"; stop; exit 1; }
 echo "example on :$port ($executor), its database on :$dbport"
 (
