@@ -3,7 +3,8 @@
 # tarball's file list and checks it holds only dist/, README.md, LICENSE and package.json, installs
 # it with postgres and pg from the registry into a scratch project outside the workspace, and runs
 # there, against a fresh embedded PostgreSQL: consumer.mjs (ESM), consumer.cjs (CommonJS through
-# Node's require(esm)) and `tsc --noEmit` on consumer.ts (types inferred from the schema).
+# Node's require(esm)), the `flushwave pull` bin, and `tsc --noEmit` on consumer.ts (types inferred
+# from the schema).
 #   scripts/consumer-test.sh [report.json]
 # Writes a vitest-shaped JSON report when given a path, so that CI's summary names a failing step.
 set -uo pipefail
@@ -42,6 +43,7 @@ run 'install the tarball in a scratch project outside the workspace' install
 db() { (cd "$root/packages/devdb" && pnpm exec tsx src/with-database.ts -- "$@"); }
 run 'ESM: node consumer.mjs' db sh -c "cd '$scratch' && node consumer.mjs"
 run 'CommonJS: node consumer.cjs' db sh -c "cd '$scratch' && node consumer.cjs"
+run 'bin: npx flushwave pull on the tables consumer.mjs made' db sh -c "cd '$scratch' && node consumer.mjs > /dev/null && npx --no-install flushwave pull | grep -F \"Author: entity('author', {\""
 run 'types: tsc --noEmit on consumer.ts' sh -c "cd '$scratch' && ./node_modules/.bin/tsc -p tsconfig.json"
 
 failed=0

@@ -3,6 +3,8 @@ export { t, type Column, type Id, type IdStrategy, type ManyToMany, type ManyToO
 export { defineSchema, entity, Schema, type EntityDef, type SchemaDefs } from './schema/define.js'
 export { createTablesSql, dropTablesSql } from './schema/ddl.js'
 export { type SchemaDifference } from './schema/check.js'
+export { readCatalog, type CatalogQuery, type CatalogTable } from './pull/catalog.js'
+export { generateSchemaModule, type GenerateOptions } from './pull/generate.js'
 export { DEFAULT_LEDGER_TABLE, ledgerTableSql } from './sql/render-ledger.js'
 export type { AnyEntity, Comparison, CreateInput, Entity, EntityName, EntityOf, IdOf, OrderBy, RelationName, Where } from './schema/infer.js'
 export type { Collection } from './unit-of-work/collection.js'

@@ -1,0 +1,119 @@
+/**
+ * What `flushwave pull` reads from a database's catalog: the tables of one PostgreSQL schema, their
+ * columns, keys and foreign keys, and the labels of the enum types they use. Five queries, no
+ * writes; the result is plain data for generate.ts.
+ */
+
+export interface CatalogColumn {
+  readonly name: string
+  /** format_type() of the column: `integer`, `character varying(200)`, `USER-DEFINED` never. */
+  readonly type: string
+  /** pg_type.typname (`int4`, `text`, `book_status`, `_text` for arrays). */
+  readonly typeName: string
+  readonly notNull: boolean
+  /** An identity column or one with an owned sequence (serial). */
+  readonly sequence: boolean
+  /** pg_get_expr of the default, when there is one. */
+  readonly default: string | undefined
+  /** Labels in order when the column's type is an enum. */
+  readonly enumValues: readonly string[] | undefined
+}
+
+export interface CatalogForeignKey {
+  readonly column: string
+  readonly target: string
+  readonly onDelete: 'cascade' | 'set null' | 'restrict' | undefined
+  readonly deferred: boolean
+}
+
+export interface CatalogTable {
+  readonly name: string
+  readonly columns: readonly CatalogColumn[]
+  readonly primaryKey: readonly string[]
+  /** Columns with a single-column unique constraint or unique index. */
+  readonly unique: ReadonlySet<string>
+  /** Single-column foreign keys (multi-column ones are listed as unsupported). */
+  readonly foreignKeys: readonly CatalogForeignKey[]
+  /** Multi-column foreign keys, by their columns, for the unsupported list. */
+  readonly compositeForeignKeys: readonly string[]
+}
+
+/** Runs one statement with text parameters and returns rows as arrays. */
+export type CatalogQuery = (text: string, params: readonly string[]) => Promise<unknown[][]>
+
+const COLUMNS = `
+select c.relname, a.attname, format_type(a.atttypid, a.atttypmod), t.typname, a.attnotnull,
+       a.attidentity <> '' or pg_get_serial_sequence(quote_ident(n.nspname) || '.' || quote_ident(c.relname), a.attname) is not null,
+       pg_get_expr(d.adbin, d.adrelid),
+       case when t.typtype = 'e' then (select array_agg(e.enumlabel::text order by e.enumsortorder) from pg_enum e where e.enumtypid = t.oid) end
+from pg_class c
+join pg_namespace n on n.oid = c.relnamespace
+join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+join pg_type t on t.oid = a.atttypid
+left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
+where n.nspname = $1 and c.relkind in ('r', 'p')
+order by c.relname, a.attnum`
+
+const CONSTRAINTS = `
+select c.relname, con.contype, array(select a.attname::text from unnest(con.conkey) with ordinality k(num, i) join pg_attribute a on a.attrelid = con.conrelid and a.attnum = k.num order by k.i),
+       f.relname, con.confdeltype, con.condeferrable and con.condeferred
+from pg_constraint con
+join pg_class c on c.oid = con.conrelid
+join pg_namespace n on n.oid = c.relnamespace
+left join pg_class f on f.oid = con.confrelid
+where n.nspname = $1 and con.contype in ('p', 'u', 'f')
+union all
+select c.relname, 'u', array(select a.attname::text from unnest(i.indkey::int2[]) k(num) join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.num), null, null, null
+from pg_index i
+join pg_class c on c.oid = i.indrelid
+join pg_namespace n on n.oid = c.relnamespace
+where n.nspname = $1 and i.indisunique and not i.indisprimary and i.indpred is null and i.indexprs is null
+order by 1`
+
+/** Reads the tables of `schemaName` (default `public`). */
+export async function readCatalog(query: CatalogQuery, schemaName = 'public'): Promise<CatalogTable[]> {
+  const [columnRows, constraintRows] = await Promise.all([query(COLUMNS, [schemaName]), query(CONSTRAINTS, [schemaName])])
+  const tables = new Map<string, { columns: CatalogColumn[]; primaryKey: string[]; unique: Set<string>; foreignKeys: CatalogForeignKey[]; composite: string[] }>()
+  const table = (name: string) => {
+    let t = tables.get(name)
+    if (!t) tables.set(name, (t = { columns: [], primaryKey: [], unique: new Set(), foreignKeys: [], composite: [] }))
+    return t
+  }
+  for (const [relname, name, type, typeName, notNull, sequence, def, labels] of columnRows) {
+    table(String(relname)).columns.push({
+      name: String(name),
+      type: String(type),
+      typeName: String(typeName),
+      notNull: bool(notNull),
+      sequence: bool(sequence),
+      default: def === null || def === undefined ? undefined : String(def),
+      enumValues: labels === null || labels === undefined ? undefined : textArray(labels),
+    })
+  }
+  for (const [relname, kind, columns, target, deleteAction, deferred] of constraintRows) {
+    const t = table(String(relname))
+    const cols = textArray(columns)
+    if (kind === 'p') t.primaryKey.push(...cols)
+    else if (kind === 'u' && cols.length === 1) t.unique.add(cols[0]!)
+    else if (kind === 'f' && cols.length === 1) {
+      t.foreignKeys.push({ column: cols[0]!, target: String(target), onDelete: ON_DELETE[String(deleteAction)], deferred: bool(deferred) })
+    } else if (kind === 'f') t.composite.push(cols.join(', '))
+  }
+  return [...tables].map(([name, t]) => ({ name, columns: t.columns, primaryKey: t.primaryKey, unique: t.unique, foreignKeys: t.foreignKeys, compositeForeignKeys: t.composite }))
+}
+
+const ON_DELETE: Record<string, CatalogForeignKey['onDelete']> = { c: 'cascade', n: 'set null', r: 'restrict' }
+
+const bool = (v: unknown): boolean => v === true || v === 't'
+
+/** An array as a driver returns it: parsed, or in PostgreSQL's text form (`{a,"b c"}`). */
+function textArray(v: unknown): string[] {
+  if (Array.isArray(v)) return v.map(String)
+  const text = String(v)
+  if (text === '{}') return []
+  const out: string[] = []
+  const inner = text.slice(1, -1)
+  const re = /"((?:[^"\\]|\\.)*)"|([^,{}]+)/g
+  for (let m = re.exec(inner); m; m = re.exec(inner)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!)
+  return out
+}
