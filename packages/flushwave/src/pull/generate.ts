@@ -36,6 +36,8 @@ export function generateSchemaModule(tables: readonly CatalogTable[], options: G
     return name
   }
 
+  /** The many-to-one properties written, for their one-to-many inverses. */
+  const manyToOnes: { table: string; prop: string; target: string }[] = []
   for (const table of entities.filter((t) => names.has(t.name))) {
     const lines = props.get(table.name)!
     const references = new Map(table.foreignKeys.map((fk) => [fk.column, fk]))
@@ -57,6 +59,7 @@ export function generateSchemaModule(tables: readonly CatalogTable[], options: G
       if (fk && names.has(fk.target)) {
         const prop = claim(table.name, camelCase(column.name.replace(/_id$/, '')) || camelCase(column.name))
         lines.push(`${prop}: ${manyToOne(fk, column, prop, names.get(fk.target)!, idColumnOf(tables, fk.target))},`)
+        manyToOnes.push({ table: table.name, prop, target: fk.target })
         continue
       }
       const scalar = scalarBuilder(column, options.versionColumn)
@@ -79,14 +82,10 @@ export function generateSchemaModule(tables: readonly CatalogTable[], options: G
   }
 
   // One-to-many inverses of the references, on their targets.
-  for (const table of entities.filter((t) => names.has(t.name))) {
-    for (const line of props.get(table.name)!) {
-      const m = /^(\w+): t\.manyToOne\('(\w+)'\)/.exec(line)
-      if (!m) continue
-      const targetTable = [...names].find(([, n]) => n === m[2])![0]
-      const collection = claim(targetTable, `${camelCase(plural(table.name))}${used.get(targetTable)!.has(camelCase(plural(table.name))) ? `By${pascalCase(m[1]!)}` : ''}`)
-      props.get(targetTable)!.push(`${collection}: t.oneToMany(${quote(names.get(table.name)!)}, ${quote(m[1]!)}),`)
-    }
+  for (const { table, prop, target } of manyToOnes) {
+    const wanted = camelCase(plural(table))
+    const collection = claim(target, used.get(target)!.has(wanted) ? `${wanted}By${pascalCase(prop)}` : wanted)
+    props.get(target)!.push(`${collection}: t.oneToMany(${quote(names.get(table)!)}, ${quote(prop)}),`)
   }
 
   // Pure join tables: a many-to-many on the entity of their first column.
