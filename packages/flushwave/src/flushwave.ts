@@ -1,4 +1,3 @@
-import type { Sql } from 'postgres'
 import { NodePostgresExecutor } from './drivers/node-postgres.js'
 import type { PgPool } from './drivers/pg-client.js'
 import { knexSource, poolSource, type KnexLike } from './drivers/pg-source.js'
@@ -6,7 +5,7 @@ import { FlushwaveError, SchemaMismatchError } from './errors.js'
 import type { Executor, QueryEvent } from './drivers/executor.js'
 import { compareCatalog, expectedTables, type SchemaDifference } from './schema/check.js'
 import { renderColumnCatalog, renderForeignKeyCatalog } from './sql/render-catalog.js'
-import { PostgresJsExecutor } from './drivers/postgres-js.js'
+import { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js.js'
 import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
 import { EntityManager } from './unit-of-work/entity-manager.js'
@@ -18,7 +17,7 @@ import { warmUp, type WarmUpResult } from './unit-of-work/warm-up.js'
 export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly schema: Schema<D>
   /** Your postgres.js instance; Flushwave opens no pool of its own. One of `sql`, `pg`, `knex`, `executor`. */
-  readonly sql?: Sql
+  readonly sql?: PostgresJsLike
   /**
    * Your node-postgres `pg.Pool` (pg 8.23 or later). Each flush checks out one client and pipelines
    * it, switching its pipeline mode on for the flush: one round trip cold or warm, and through

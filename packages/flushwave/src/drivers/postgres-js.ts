@@ -29,6 +29,19 @@ export interface PostgresJsOptions {
 }
 
 /**
+ * A postgres.js instance (`postgres(url)`) as Flushwave's public types name it: structural, so that
+ * Flushwave's declarations do not import postgres.js's and applications on pg or knex alone need
+ * not install it. The executor uses it as postgres.js's `Sql`.
+ */
+export interface PostgresJsLike {
+  unsafe(...args: never[]): unknown
+  begin(...args: never[]): unknown
+  reserve(): Promise<unknown>
+  end(...args: never[]): Promise<unknown>
+  readonly options: object
+}
+
+/**
  * Executes on postgres.js. A write reserves one connection and sends BEGIN, every statement and
  * COMMIT before awaiting anything, so the driver pipelines them: one round trip when every shape is
  * prepared. postgres.js gives each statement its own Sync, so after a failure the server answers the
@@ -41,12 +54,14 @@ export class PostgresJsExecutor implements Executor {
   /** Set by a connection failure: the pool may have to reconnect before the next reservation. */
   private reconnecting = false
   private readonly capture: Capture
+  private readonly sql: Sql
 
   constructor(
-    private readonly sql: Sql,
+    sql: PostgresJsLike,
     private readonly options: PostgresJsOptions = {},
   ) {
-    const configured = (sql as { options?: { max_pipeline?: number } }).options?.max_pipeline
+    this.sql = sql as unknown as Sql
+    const configured = (this.sql as { options?: { max_pipeline?: number } }).options?.max_pipeline
     this.maxPipeline = Math.max(4, configured ?? 100)
     this.timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
     this.capture = new Capture(options.ledger, this.timeoutMs)
