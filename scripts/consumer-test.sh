@@ -35,7 +35,7 @@ run 'npm pack: only dist/, README.md, LICENSE and package.json in the tarball' p
 tarball=$(ls "$scratch"/flushwave-*.tgz 2>/dev/null)
 
 install() {
-  cp packages/flushwave/test/consumer/* "$scratch/" &&
+  cp packages/flushwave/test/consumer/*.* "$scratch/" &&
     cd "$scratch" && echo '{ "name": "consumer", "private": true }' > package.json &&
     npm install --no-audit --no-fund --loglevel=error "$tarball" postgres@3.4.9 pg@8.23.1 typescript@5.9.3 @types/node@20 > /dev/null
 }
@@ -43,8 +43,24 @@ run 'install the tarball in a scratch project outside the workspace' install
 db() { (cd "$root/packages/devdb" && pnpm exec tsx src/with-database.ts -- "$@"); }
 run 'ESM: node consumer.mjs' db sh -c "cd '$scratch' && node consumer.mjs"
 run 'CommonJS: node consumer.cjs' db sh -c "cd '$scratch' && node consumer.cjs"
-run 'bin: npx flushwave pull on the tables consumer.mjs made' db sh -c "cd '$scratch' && node consumer.mjs > /dev/null && npx --no-install flushwave pull | grep -F \"Author: entity('author', {\""
+# The README's command as written, then the module it wrote compiled against the installed package.
+pull="cd '$scratch' && node consumer.mjs > /dev/null && npx --no-install flushwave pull --url \"\$DATABASE_URL\" --out src/schema.ts &&
+  grep -F \"Author: entity('author', {\" src/schema.ts &&
+  ./node_modules/.bin/tsc --noEmit --strict --module nodenext --moduleResolution nodenext --target es2022 --types node src/schema.ts"
+run 'bin: npx flushwave pull --url … --out src/schema.ts on the tables consumer.mjs made; the module compiles' db sh -c "$pull"
 run 'types: tsc --noEmit on consumer.ts' sh -c "cd '$scratch' && ./node_modules/.bin/tsc -p tsconfig.json"
+
+# An application on node-postgres alone: no postgres.js or knex installed, skipLibCheck off.
+pg_only=$scratch/pg-only
+install_pg_only() {
+  mkdir -p "$pg_only" && cp packages/flushwave/test/consumer/pg-only/* "$pg_only/" &&
+    cd "$pg_only" && echo '{ "name": "consumer-pg-only", "private": true, "type": "module" }' > package.json &&
+    npm install --no-audit --no-fund --loglevel=error "$tarball" pg@8.23.1 @types/pg@8.23.1 typescript@5.9.3 @types/node@20 > /dev/null &&
+    ! [ -e node_modules/postgres ] && ! [ -e node_modules/knex ]
+}
+run 'install the tarball with pg only (no postgres.js, no knex)' install_pg_only
+run 'pg only: tsc (declarations compile without postgres.js or knex) and run against the database' \
+  db sh -c "cd '$pg_only' && ./node_modules/.bin/tsc -p tsconfig.json && node out/consumer.js"
 
 failed=0
 for r in "${results[@]}"; do [ "${r%%	*}" = failed ] && failed=$((failed + 1)); done

@@ -4,7 +4,8 @@
  * database (catalog.ts reads it, generate.ts writes it). Reads through postgres.js, which must be
  * installed. Returns the exit status; cli.ts runs it.
  */
-import { writeFile } from 'node:fs/promises'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import { parseArgs } from 'node:util'
 import { readCatalog } from './catalog.js'
 import { generateSchemaModule } from './generate.js'
@@ -64,6 +65,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     const where = new URL(url)
     const module = generateSchemaModule(tables, { source: `${where.hostname}:${where.port || 5432}${where.pathname}, schema ${values.schema}`, versionColumn: values['version-column'] })
     if (values.out) {
+      // `--out src/schema.ts` in a new project: its folder may not exist yet.
+      await mkdir(dirname(values.out), { recursive: true })
       await writeFile(values.out, module)
       console.error(`flushwave pull: ${tables.length} tables → ${values.out}`)
     } else process.stdout.write(module)

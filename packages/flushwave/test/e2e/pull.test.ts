@@ -1,5 +1,6 @@
 import { createTestSchema, searchPathOptions, type TestSchema } from 'devdb'
-import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { main } from '../../src/pull/command.js'
@@ -82,6 +83,11 @@ describe('flushwave pull', () => {
     }
     expect(printed.join('')).toContain(`  Review: entity('review', {`)
     expect(printed.join('')).not.toContain('flushwave_outcome')
+    // --out into a folder that does not exist yet, as in a new project's `--out src/schema.ts`
+    const out = new URL(`out-${process.pid}/src/schema.ts`, generatedDir)
+    await rm(new URL(`out-${process.pid}/`, generatedDir), { recursive: true, force: true })
+    expect(await main(['pull', '--url', inject('databaseUrl'), '--schema', ns.name, '--out', fileURLToPath(out)])).toBe(0)
+    expect(await readFile(out, 'utf8')).toContain(`  Review: entity('review', {`)
     const url = process.env.DATABASE_URL
     delete process.env.DATABASE_URL
     try {
