@@ -154,7 +154,38 @@ describe('IdPool', () => {
     expect(waited.slice(1)).toEqual(waited.slice(1).map(() => 0))
     // Blocks grow to the cap at most: 300,000 ids used, at most one capped block more fetched.
     expect(fetchedTotal('"review"')).toBeLessThanOrEqual(300_000 + 2 * 65_536)
-    expect(calls.length).toBeLessThanOrEqual(15)
+    // A plain sequence's block stops at twice the largest take, so that a refill costs the server
+    // no more than about such a flush does: a fetch every flush and a half, each at most 20,000 ids.
+    expect(calls.length).toBeLessThanOrEqual(20)
+    expect(Math.max(...calls.slice(1).flat().map((r) => r.count))).toBeLessThanOrEqual(20_000)
+  })
+
+  it('keeps a plain sequence’s blocks small enough to refill in about 2 ms, and lets a pooled sequence’s grow', async () => {
+    for (const step of [1, 1000]) {
+      const calls: IdRequest[][] = []
+      let next = 1
+      const fetch = async (requests: readonly IdRequest[]) => {
+        calls.push([...requests])
+        // A pooled sequence hands out whole blocks of `step` ids.
+        const ids = requests.map((r) => {
+          const count = Math.ceil(r.count / step) * step
+          const block = { first: BigInt(next), count, step }
+          next += count
+          return block
+        })
+        return { ids, roundTrips: 1 }
+      }
+      const pool = new IdPool({ blockSize: 256 })
+      for (let flush = 0; flush < 300; flush++) {
+        await pool.take(new Map([[Review, 300]]), fetch)
+        pool.refillIfLow()
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      const largest = Math.max(...calls.flat().map((r) => r.count))
+      // 90,000 ids in all: blocks that doubled at each refill reached 65,536 (a 70 ms refill).
+      if (step === 1) expect(largest).toBeLessThanOrEqual(2_048 + 300)
+      else expect(largest).toBeGreaterThan(8_192)
+    }
   })
 
   it('does not refill in the background from a transaction’s connection', async () => {
