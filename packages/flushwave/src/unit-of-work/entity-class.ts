@@ -6,6 +6,8 @@ import { label, STATE, stateOf, type EntityState, type HasState } from './entity
 /** What entity accessors need from their EntityManager's unit of work. */
 export interface CollectionFactory {
   collection(entity: HasState, prop: string): unknown
+  /** The entity's state is about to change: inside `em.transaction()`, saved first (see TransactionJournal). */
+  changing(entity: HasState): void
   /** A many-to-one was set: one-to-many collections find their items through these notes. */
   noteReference(field: FieldMeta, from: HasState, to: unknown): void
 }
@@ -67,6 +69,7 @@ function classFor(meta: EntityMeta): EntityClass {
         writable(state)
         if (field.version) throw new EntityStateError(`${label(state)}.${field.prop} is the optimistic-lock version: flushes advance it`)
         checkValue(state, field, value)
+        ;(state.owner as CollectionFactory).changing(this)
         state.values[field.prop] = value
         state.touched = true
         if (field.ref) (state.owner as CollectionFactory).noteReference(field, this, value)

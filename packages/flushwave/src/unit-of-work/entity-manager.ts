@@ -1,5 +1,5 @@
 import type { Executor } from '../drivers/executor.js'
-import { EntityStateError, FlushwaveError, InvalidValueError, NotFoundError } from '../errors.js'
+import { EntityStateError, FlushError, FlushwaveError, InvalidValueError, NotFoundError } from '../errors.js'
 import type { Schema, SchemaDefs } from '../schema/define.js'
 import type { CreateInput, Entity, EntityName, IdOf, OrderBy, RelationName, Where } from '../schema/infer.js'
 import { STATE, type HasState } from './entity-state.js'
@@ -11,6 +11,7 @@ import type { IdPool } from './id-pool.js'
 import { Loader } from './loader.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
+import { TransactionJournal } from './transaction-journal.js'
 import { UnitOfWork } from './unit-of-work.js'
 import { DEFAULT_MAX_ROWS } from '../plan/chunk.js'
 import { validate } from './validation.js'
@@ -30,8 +31,6 @@ export class EntityManager<D extends SchemaDefs> {
   private readonly uow = new UnitOfWork()
   private readonly loader: Loader
   private flushing = false
-  /** Undo steps of flushes inside `transaction()`, replayed if it rolls back. */
-  private journal: (() => void)[] | undefined
   /** afterCommit calls of flushes inside `transaction()`, made once it commits. */
   private deferred: (() => Promise<void>)[] | undefined
 
@@ -49,29 +48,40 @@ export class EntityManager<D extends SchemaDefs> {
   /**
    * Runs `fn` inside one database transaction: its reads see its own flushes, each flush pipelines
    * its statements with no BEGIN or COMMIT of its own, and the transaction commits when `fn`
-   * resolves. If `fn` throws, everything rolls back and every entity is as it was before.
+   * resolves. If `fn` throws (or COMMIT fails), everything rolls back and the EntityManager is as it
+   * was before: every entity changed inside has its values, status and collections back, entities
+   * created inside are dropped, and entities first read inside are detached (read them again).
+   * Changes made in place to a Date or JSON value (`date.setTime()`, `doc.n = 1`) are not seen when
+   * made, so they are not undone: they stay pending, as they would outside a transaction.
    */
   async transaction<T>(fn: (em: this) => Promise<T>): Promise<T> {
-    if (this.journal) throw new EntityStateError('transactions do not nest: already inside em.transaction()')
+    if (this.uow.journal) throw new EntityStateError('transactions do not nest: already inside em.transaction()')
     const outer = this.executor
-    const journal: (() => void)[] = []
+    const journal = new TransactionJournal()
     const deferred: (() => Promise<void>)[] = []
     let value: T
+    let fnFailed = false
     try {
       value = await outer.transaction(async (executor) => {
         this.executor = executor
-        this.journal = journal
+        this.uow.journal = journal
         this.deferred = deferred
         try {
           return await fn(this)
+        } catch (error) {
+          fnFailed = true
+          throw error
         } finally {
           this.executor = outer
-          this.journal = undefined
+          this.uow.journal = undefined
           this.deferred = undefined
         }
       })
     } catch (error) {
-      for (const undo of journal.reverse()) undo()
+      // Ids that flushes inside took are free again once the rollback is certain: the callback threw
+      // (COMMIT was never sent) or the server refused COMMIT. A connection lost at COMMIT may have committed.
+      const rolledBack = fnFailed || error instanceof FlushError
+      journal.restore(this.uow.map, rolledBack ? (meta, ids) => this.ids.give(meta, ids) : undefined)
       throw error
     }
     for (const call of deferred) await call()
@@ -177,7 +187,7 @@ export class EntityManager<D extends SchemaDefs> {
         executor: this.executor,
         ids: this.ids,
         order: this.schema.insertOrder,
-        journal: this.journal,
+        inTransaction: this.uow.journal !== undefined,
         maxRows: this.maxRowsPerStatement,
         onWritten: (set) => (written = set),
       })
@@ -263,11 +273,13 @@ export class EntityManager<D extends SchemaDefs> {
     const persisted = list.filter((e) => e[STATE].id !== undefined && e[STATE].status !== 'new')
     if (meta.oneToMany.some((r) => r.prop === relation)) {
       const pending = persisted.filter((e) => !(this.uow.collection(e, relation) as OneToManyCollection).isLoaded)
+      for (const owner of pending) this.uow.changing(owner) // the load marks their collections loaded
       await this.loader.oneToMany(pending.map((e) => this.uow.collection(e, relation) as OneToManyCollection), pending)
       return
     }
     if (meta.manyToMany.some((r) => r.prop === relation)) {
       const pending = persisted.filter((e) => !(this.uow.collection(e, relation) as ManyToManyCollection).isLoaded)
+      for (const owner of pending) this.uow.changing(owner)
       await this.loader.manyToMany(pending.map((e) => this.uow.collection(e, relation) as ManyToManyCollection), pending)
       return
     }

@@ -46,8 +46,8 @@ export interface FlushContext {
   readonly executor: Executor
   readonly ids: IdPool
   readonly order: readonly EntityMeta[]
-  /** Inside `em.transaction()`: where to leave what undoes this flush's bookkeeping if it rolls back. */
-  readonly journal?: (() => void)[] | undefined
+  /** Inside `em.transaction()`: ids are fetched on its connection (the transaction's journal restores the rest). */
+  readonly inTransaction?: boolean
   /** Rows per statement at most. */
   readonly maxRows?: number
   /** Told, after the bookkeeping, which entities the committed (or journaled) flush wrote. */
@@ -69,6 +69,9 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     giveBack(ctx, assigned)
     throw error
   }
+  // Inside `em.transaction()`, what this flush's bookkeeping will change is saved first, before
+  // `touched` is cleared, so that a rollback puts each entity back as dirty as it was.
+  if (ctx.uow.journal) saveWritten(ctx.uow, set)
   // Their changes are in the change set now; a property set while the flush is in flight touches
   // the entity again. A flush that fails touches them all again (below).
   for (const entity of ctx.candidates) entity[STATE].touched = false
@@ -95,7 +98,6 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     if (assigned.size > 0) ctx.ids.refillIfLow()
   }
   clock.lap('write')
-  ctx.journal?.push(undoer(ctx, set, assigned))
   record(ctx.uow, set, assigned)
   ctx.onWritten?.(set)
   clock.lap('record')
@@ -109,7 +111,7 @@ async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, s
   if (needed.size === 0) return { assigned, preparation: [] }
   const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
   // Inside a transaction the fetch runs on the transaction's connection, which no other flush may wait on.
-  const { ids, fetched } = await ctx.ids.take(counts, (requests) => ctx.executor.nextIds(requests), { private: ctx.journal !== undefined })
+  const { ids, fetched } = await ctx.ids.take(counts, (requests) => ctx.executor.nextIds(requests), { private: ctx.inTransaction === true })
   for (const [meta, list] of needed) list.forEach((entity, i) => assigned.set(entity, ids.get(meta)![i]!))
   const preparation = fetched.map(({ counts, roundTrips }): Preparation => ({
     kind: 'allocate-ids',
@@ -139,32 +141,12 @@ function keepIds(assigned: ReadonlyMap<HasState, string>): void {
   }
 }
 
-/**
- * Captures what `record` will change, for a transaction that may still roll back: statuses, ids,
- * snapshots, values (versions, nulled references), identity-map entries and collections.
- */
-function undoer(ctx: FlushContext, set: ChangeSet, assigned: ReadonlyMap<HasState, string>): () => void {
-  const touched = new Set<HasState>([...set.inserted, ...set.written.keys(), ...set.deleted, ...set.nulled.map(([e]) => e)])
-  const saved = [...touched].map((entity) => {
-    const s = entity[STATE]
-    return { entity, status: s.status, id: s.id, snapshot: s.snapshot && { ...s.snapshot }, values: { ...s.values } }
-  })
-  const links = set.collections.map((c) => ({ c, persisted: c.persisted && new Set(c.persisted), added: new Set(c.added), removed: new Set(c.removed) }))
-  return () => {
-    for (const { entity, status, id, snapshot, values } of saved) {
-      const s = entity[STATE]
-      ctx.uow.map.delete(entity)
-      Object.assign(s, { status, id, snapshot, touched: true })
-      Object.assign(s.values, values)
-      ctx.uow.map.add(entity)
-    }
-    for (const { c, persisted, added, removed } of links) {
-      c.persisted = persisted
-      for (const x of added) c.added.add(x)
-      for (const x of removed) c.removed.add(x)
-    }
-    giveBack(ctx, assigned)
-  }
+function saveWritten(uow: UnitOfWork, set: ChangeSet): void {
+  for (const entity of set.inserted) uow.changing(entity)
+  for (const entity of set.written.keys()) uow.changing(entity)
+  for (const entity of set.deleted) uow.changing(entity)
+  for (const [entity] of set.nulled) uow.changing(entity)
+  for (const collection of set.collections) uow.changing(collection.owner)
 }
 
 /** After COMMIT: ids, statuses and snapshots now describe the rows. */

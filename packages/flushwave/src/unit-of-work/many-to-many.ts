@@ -1,6 +1,7 @@
 import { EntityStateError } from '../errors.js'
 import type { ManyToManyMeta } from '../schema/meta.js'
 import { CollectionBase } from './collection.js'
+import type { CollectionFactory } from './entity-class.js'
 import { label, STATE, stateOf, type HasState } from './entity-state.js'
 
 /** Links through a join table: the loaded links plus pending additions and removals. */
@@ -11,7 +12,7 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
   readonly removed = new Set<HasState>()
 
   constructor(
-    private readonly owner: HasState,
+    readonly owner: HasState,
     readonly meta: ManyToManyMeta,
   ) {
     super()
@@ -31,6 +32,7 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
 
   add(item: HasState): void {
     this.check(item)
+    ;(this.owner[STATE].owner as CollectionFactory).changing(this.owner)
     // Not loaded, the link may or may not be in the table: a pending removal cancelled by add()
     // must still insert it (the insert is a no-op when the link is there).
     this.removed.delete(item)
@@ -40,6 +42,7 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
 
   remove(item: HasState): void {
     this.check(item)
+    ;(this.owner[STATE].owner as CollectionFactory).changing(this.owner)
     // Likewise, add() then remove() must delete a link that was there all along.
     this.added.delete(item)
     if (this.persisted === undefined || this.persisted.has(item)) this.removed.add(item)

@@ -8,6 +8,7 @@ import { IdentityMap } from './identity-map.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
 import { Referrers } from './referrers.js'
+import type { TransactionJournal } from './transaction-journal.js'
 import { uuidv7 } from './uuid-v7.js'
 
 const creatableProps = new WeakMap<EntityMeta, ReadonlySet<string>>()
@@ -26,6 +27,12 @@ function creatable(meta: EntityMeta): ReadonlySet<string> {
 export class UnitOfWork implements CollectionFactory {
   readonly map = new IdentityMap()
   private readonly referrers = new Referrers()
+  /** Set while `em.transaction()` runs: what to put back if it rolls back. */
+  journal: TransactionJournal | undefined
+
+  changing(entity: HasState): void {
+    this.journal?.save(entity)
+  }
 
   create(meta: EntityMeta, data: Record<string, unknown>): HasState {
     // Untyped callers: `in` below would throw a raw TypeError on null or a string.
@@ -60,6 +67,7 @@ export class UnitOfWork implements CollectionFactory {
       if (field.ref) this.referrers.note(field, entity, value)
     }
     this.map.add(entity)
+    this.journal?.entered(entity)
     try {
       for (const link of meta.manyToMany) {
         const items = data[link.prop]
@@ -83,6 +91,7 @@ export class UnitOfWork implements CollectionFactory {
     if (existing) return existing
     const entity = makeEntity(this.newState(meta, 'stub', id))
     this.map.add(entity)
+    this.journal?.entered(entity)
     return entity
   }
 
@@ -95,6 +104,7 @@ export class UnitOfWork implements CollectionFactory {
     const entity = this.reference(meta, id)
     const state = entity[STATE]
     if (state.status !== 'stub') return entity
+    this.changing(entity)
     const snapshot: Record<string, unknown> = { ...state.snapshot }
     meta.fields.forEach((field, i) => {
       const raw = row[i + 1]
@@ -118,6 +128,7 @@ export class UnitOfWork implements CollectionFactory {
   remove(entity: HasState): void {
     const state = this.own(entity)
     if (state.status === 'detached') throw new EntityStateError(`${label(state)} is already deleted`)
+    this.changing(entity)
     if (state.status === 'new') {
       state.status = 'detached'
       this.map.delete(entity)

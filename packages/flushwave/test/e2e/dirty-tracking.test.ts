@@ -99,8 +99,9 @@ describe('what a flush diffs', () => {
     expect(row!.title).toBe('renamed')
   })
 
-  it('writes again what a rolled-back transaction had flushed', async () => {
+  it('puts back what a rolled-back transaction had changed and flushed: the next flush writes nothing', async () => {
     const { em, books } = await loaded()
+    const [before] = await db.sql`select title from book where id = ${books[0]!.id}`
     await em
       .transaction(async () => {
         books[0]!.title = 'inside'
@@ -108,9 +109,12 @@ describe('what a flush diffs', () => {
         throw new Error('roll back')
       })
       .catch(() => undefined)
-    expect(books[0]!.title).toBe('inside')
+    expect(books[0]!.title).toBe(before!.title)
+    expect((await em.flush()).updated).toEqual({})
+    // And it is as dirty-tracked as before: a change now is written.
+    books[0]!.title = 'after'
     expect((await em.flush()).updated).toEqual({ book: 1 })
     const [row] = await db.sql`select title from book where id = ${books[0]!.id}`
-    expect(row!.title).toBe('inside')
+    expect(row!.title).toBe('after')
   })
 })

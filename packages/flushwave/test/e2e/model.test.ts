@@ -290,6 +290,7 @@ type Op =
   | { t: 'flush'; retry: boolean; fix: number }
   | { t: 'failingFlush'; how: 'newTag' | 'newAuthor' | 'renameTag' | 'emailAuthor'; source: number; target: number; extra: boolean; acq: Acq; retry: boolean; fix: number }
   | { t: 'newEm' }
+  | { t: 'rolledBack'; inner: Op[]; flush: boolean }
 
 const TRICKY = ['', ' ', 'NULL', 'null', '"', "'", '\\', '\\"', '{', '}', '{}', ',', 'a,b', '{"a"}', '(1,2)', 'x\ty', 'line\nbreak', '\r', 'é', 'ß', '🚀', '🇫🇷', 'Ω≈ç', '\u00a0', '\u200b', '\u0001']
 const text = fc.oneof(
@@ -330,7 +331,8 @@ const updates: fc.Arbitrary<Op>[] = (
   ] as const
 ).map(([kind, field, value]) => fc.record({ t: lit('update'), kind: lit(kind), field: lit(field), value: value as fc.Arbitrary<unknown>, target: n, acq }))
 
-const operation: fc.Arbitrary<Op> = fc.oneof(
+/** Operations that change the unit of work (or read into it) without flushing. */
+const changes: fc.WeightedArbitrary<Op>[] = [
   { weight: 4, arbitrary: fc.record({ t: lit('createAuthor'), name: text, email: fc.option(unique, { nil: null }), rating: optional(numeric), createdAt: optional(date) }, { requiredKeys: ['t', 'name', 'email'] }) },
   {
     weight: 5,
@@ -350,12 +352,23 @@ const operation: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: lit('load'), kind: fc.constantFrom(...KINDS), target: n, acq: fc.constantFrom('load' as const, 'find' as const), populate: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ t: lit('badValue'), which: fc.nat({ max: 1000 }), target: n, acq }) },
   { weight: 1, arbitrary: fc.record({ t: lit('badCreate'), which: fc.nat({ max: 1000 }), author: n }) },
+]
+
+const operation: fc.Arbitrary<Op> = fc.oneof(
+  ...changes,
   { weight: 5, arbitrary: fc.record({ t: lit('flush'), retry: fc.boolean(), fix: fc.nat() }) },
   {
     weight: 2,
     arbitrary: fc.record({ t: lit('failingFlush'), how: fc.constantFrom('newTag' as const, 'newAuthor' as const, 'renameTag' as const, 'emailAuthor' as const), source: n, target: n, extra: fc.boolean(), acq, retry: fc.boolean(), fix: fc.nat() }),
   },
   { weight: 2, arbitrary: fc.record({ t: lit('newEm') }) },
+  // em.transaction() around changes, a flush of them all and a throw: everything must be as before.
+  // Not in-place changes of a Date or JSON value: no setter sees them, so a rollback cannot undo them
+  // (documented on em.transaction); they stay pending like any change made before it.
+  {
+    weight: 2,
+    arbitrary: fc.record({ t: lit('rolledBack'), inner: fc.array(fc.oneof(...changes), { minLength: 1, maxLength: 4 }).filter((ops) => ops.every((o) => o.t !== 'mutate')), flush: fc.boolean() }),
+  },
 )
 
 /** A small committed graph each sequence starts from, so its first operations meet rows of the database. */
@@ -677,12 +690,51 @@ async function step(c: Ctx, op: Op): Promise<boolean> {
     case 'failingFlush':
       await failingFlushOp(c, op)
       return true
+    case 'rolledBack':
+      await rolledBack(c, op)
+      return true
     case 'newEm':
       c.seg = newSegment(c)
       model.pending = model.committed.clone()
       log(c, 'new EntityManager (pending changes of the last one dropped)')
       return true
   }
+}
+
+/**
+ * Changes inside `em.transaction()`, flushed there when the model says that flush succeeds (with
+ * every change pending from before), then a throw. Afterwards the database holds what it held, and
+ * the EntityManager what it held: the model's pending world and the runner's view of the
+ * EntityManager go back to what they were, and every entity the runner still holds must agree.
+ */
+async function rolledBack(c: Ctx, op: Extract<Op, { t: 'rolledBack' }>): Promise<void> {
+  const { model, seg } = c
+  const pending = model.pending.clone()
+  const view = { objs: new Map(seg.objs), handles: new Map(seg.handles), touched: new Set(seg.touched), removed: [...seg.removed] }
+  const marker = new Error('roll back')
+  log(c, 'transaction {')
+  const thrown = await seg.em
+    .transaction(async () => {
+      for (const inner of op.inner) await step(c, inner)
+      if (op.flush && predict(c) === undefined) {
+        log(c, '  flush inside the transaction')
+        await seg.em.flush()
+      }
+      throw marker
+    })
+    .catch((e: unknown) => e)
+  if (thrown !== marker) throw new Error(`the transaction threw ${String(thrown)}, not the callback's error`, { cause: thrown })
+  log(c, '} rolled back')
+  model.pending = pending
+  const restore = <K, V>(map: Map<K, V>, from: Map<K, V>) => (map.clear(), from.forEach((v, k) => map.set(k, v)))
+  restore(seg.objs, view.objs)
+  restore(seg.handles, view.handles)
+  seg.touched.clear()
+  for (const h of view.touched) seg.touched.add(h)
+  seg.removed.splice(0, seg.removed.length, ...view.removed)
+  for (const [h, obj] of seg.objs) if (!model.ids.has(h)) expect(seg.em.idOf(obj as never), `id of ${h} after a rolled-back transaction`).toBeUndefined()
+  await compareDatabase(c)
+  checkLoaded(c)
 }
 
 async function load(c: Ctx, op: Extract<Op, { t: 'load' }>): Promise<boolean> {

@@ -39,10 +39,11 @@ describe.each(EXECUTORS)('em.transaction through %s', (executor) => {
     const em = db.orm.em()
     const before = em.create('Author', { name: 'before tx' })
     await em.flush()
+    let inside: typeof before | undefined
     const error = await em
       .transaction(async (tx) => {
         before.name = 'renamed in tx'
-        const inside = tx.create('Author', { name: 'created in tx' })
+        inside = tx.create('Author', { name: 'created in tx' })
         await tx.flush()
         expect(tx.idOf(inside)).toBeDefined()
         tx.remove(before)
@@ -53,16 +54,53 @@ describe.each(EXECUTORS)('em.transaction through %s', (executor) => {
     expect((error as Error).message).toBe('changed my mind')
     expect(await visible('created in tx')).toBe(0)
     expect(await visible('before tx')).toBe(1)
-    // The EntityManager is as it was: `before` is loaded and still renamed-but-unflushed, the new
-    // author is new again (no id), and a plain flush now writes both.
-    expect(before.name).toBe('renamed in tx')
-    const created = (await em.find('Author', { name: 'renamed in tx' })).length
-    expect(created).toBe(0)
+    // The EntityManager is as it was: `before` has its committed name and is managed again, the
+    // author created inside is gone with the transaction, and a plain flush writes nothing.
+    expect(before.name).toBe('before tx')
+    expect(em.isLoaded(before)).toBe(true)
+    expect(() => (inside!.name = 'again')).toThrow(EntityStateError)
+    expect((await em.find('Author', { name: 'before tx' }))[0]).toBe(before)
     const result = await em.flush()
-    expect(result.inserted).toEqual({ author: 1 })
-    expect(result.updated).toEqual({ author: 1 })
-    expect(await visible('renamed in tx')).toBe(1)
-    expect(await visible('created in tx')).toBe(1)
+    expect(result).toMatchObject({ inserted: {}, updated: {}, deleted: {} })
+    expect(await visible('renamed in tx')).toBe(0)
+    expect(await visible('created in tx')).toBe(0)
+  })
+
+  it('after a rollback, changes made before the transaction are pending again and entities read inside are detached', async () => {
+    const em = db.orm.em()
+    const kept = em.create('Author', { name: 'kept' })
+    const other = em.create('Author', { name: 'other' })
+    await em.flush()
+    kept.name = 'kept, renamed before'
+    const book = em.create('Book', { title: 'pending before', author: kept })
+    const reader = db.orm.em()
+    const otherAgain = await reader.load('Author', other.id)
+    await em
+      .transaction(async (tx) => {
+        kept.name = 'kept, renamed inside'
+        book.title = 'retitled inside'
+        const read = await tx.load('Author', other.id) // already in this EntityManager: the same object
+        expect(read).toBe(other)
+        other.email = 'inside@example.com'
+        await tx.flush() // writes the pending changes too, inside the transaction
+        throw new Error('roll back')
+      })
+      .catch(() => undefined)
+    expect([kept.name, book.title, other.email]).toEqual(['kept, renamed before', 'pending before', null])
+    expect(em.idOf(book)).toBeUndefined() // its id went back to the pool with the rollback
+    // Read inside a transaction of another EntityManager's own: detached there after a rollback.
+    const outsider = await reader
+      .transaction(async (tx) => {
+        const found = await tx.find('Author', { name: 'kept' })
+        throw Object.assign(new Error('roll back'), { found })
+      })
+      .catch((e: { found: unknown[] }) => e.found)
+    expect(outsider).toHaveLength(1)
+    expect(() => ((outsider[0] as typeof kept).name = 'x')).toThrow(EntityStateError)
+    expect(otherAgain.name).toBe('other') // read before the transaction: untouched
+    const result = await em.flush()
+    expect(result).toMatchObject({ inserted: { book: 1 }, updated: { author: 1 } })
+    expect(await db.sql`select name from author where id = ${kept.id}`).toEqual([{ name: 'kept, renamed before' }])
   })
 
   it('does not nest', async () => {
