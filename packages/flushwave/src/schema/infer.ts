@@ -86,6 +86,11 @@ export type CreateInput<D extends SchemaDefs, K extends EntityName<D>> = {
   [F in Exclude<OptionalOnCreate<PropsOf<D, K>>, RequiredOnCreate<PropsOf<D, K>>>]?: CreateValue<D, PropsOf<D, K>[F]>
 }
 
+/** What `em.assign` takes: any of the entity's columns and many-to-one references. */
+export type AssignInput<D extends SchemaDefs, K extends EntityName<D>> = {
+  [F in WritableKeys<PropsOf<D, K>>]?: WritableValue<D, PropsOf<D, K>[F]>
+}
+
 export interface Comparison<T> {
   eq?: T
   ne?: T

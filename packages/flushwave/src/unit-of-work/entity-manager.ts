@@ -1,7 +1,7 @@
 import type { Executor } from '../drivers/executor.js'
 import { EntityStateError, FlushError, FlushwaveError, InvalidValueError, NotFoundError } from '../errors.js'
 import type { Schema, SchemaDefs } from '../schema/define.js'
-import type { CreateInput, Entity, EntityName, IdOf, OrderBy, RelationName, Where } from '../schema/infer.js'
+import type { AssignInput, CreateInput, Entity, EntityName, IdOf, OrderBy, RelationName, Where } from '../schema/infer.js'
 import { STATE, type HasState } from './entity-state.js'
 import type { ChangeSet } from './change-set.js'
 import { flushCandidates, isDirty } from './dirty.js'
@@ -106,6 +106,15 @@ export class EntityManager<D extends SchemaDefs> {
     const reason = meta.id.type.check(id)
     if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
     return (await this.loader.byId(meta, id)) as unknown as Entity<D, K> | undefined
+  }
+
+  /**
+   * Sets several columns and references at once, all or nothing: every value is checked first, so
+   * one bad value (InvalidValueError) leaves the entity as it was, unlike `Object.assign`.
+   */
+  assign<K extends EntityName<D>>(entity: Entity<D, K>, data: AssignInput<D, K>): Entity<D, K> {
+    this.uow.assign(entity as unknown as HasState, data as Record<string, unknown>)
+    return entity
   }
 
   /** A reference to a row by id, without reading it: set it on a many-to-one, or remove it. */

@@ -1,7 +1,7 @@
 import { EntityStateError, InvalidValueError } from '../errors.js'
 import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
-import { checkValue, makeEntity, type CollectionFactory } from './entity-class.js'
+import { checkValue, makeEntity, writable, type CollectionFactory } from './entity-class.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
 import { pinDates } from './dirty.js'
 import { IdentityMap } from './identity-map.js'
@@ -18,6 +18,12 @@ function creatable(meta: EntityMeta): ReadonlySet<string> {
   let props = creatableProps.get(meta)
   if (!props) creatableProps.set(meta, (props = new Set([meta.id.prop, ...meta.fields.map((f) => f.prop), ...meta.manyToMany.map((m) => m.prop)])))
   return props
+}
+
+function notAssignable(meta: EntityMeta, prop: string): string {
+  if (prop === meta.id.prop) return 'is the id and cannot be changed'
+  if (meta.oneToMany.some((r) => r.prop === prop) || meta.manyToMany.some((r) => r.prop === prop)) return 'is a collection: change it with add() and remove()'
+  return `is not a property of ${meta.name}`
 }
 
 /**
@@ -123,6 +129,27 @@ export class UnitOfWork implements CollectionFactory {
     state.status = 'managed'
     pinDates(state)
     return entity
+  }
+
+  /**
+   * Sets several properties, all or nothing: each value is checked as its setter would check it
+   * before any is set, so one bad value leaves the entity as it was.
+   */
+  assign(entity: HasState, data: Record<string, unknown>): void {
+    const state = this.own(entity)
+    writable(state)
+    const meta = state.meta
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      throw new InvalidValueError(meta.name, 'data', data, 'assign() takes an object of property values')
+    }
+    for (const prop in data) {
+      const field = meta.fieldByProp.get(prop)
+      if (field === undefined) throw new InvalidValueError(meta.name, prop, data[prop], notAssignable(meta, prop))
+      if (field.version) throw new InvalidValueError(meta.name, prop, data[prop], 'is the optimistic-lock version: flushes advance it')
+      checkValue(state, field, data[prop])
+    }
+    // Through the setters: change tracking, references and a transaction's journal as for any assignment.
+    for (const prop in data) (entity as unknown as Record<string, unknown>)[prop] = data[prop]
   }
 
   remove(entity: HasState): void {

@@ -281,7 +281,34 @@ const valueCases: Rejected[] = badValues.flatMap(([prop, what, value, where]): R
   { name: `create: ${what}`, act: ({ em, valid }) => em.create('Thing', { ...valid(), [prop]: value() } as never), rejects: InvalidValueError, message: new RegExp(`Thing\\.${prop}`) },
   { name: `assign: ${what}`, act: ({ thing }) => set(thing, prop, value()), rejects: InvalidValueError, message: new RegExp(`Thing#\\d+|Thing\\.${prop}`) },
   ...(where === false ? [] : [{ name: `find where: ${what}`, act: ({ em }: Fx) => em.find('Thing', { [prop]: value() } as never), rejects: InvalidValueError }]),
+  // em.assign with a valid value first: all or nothing, so the valid one must not be set either.
+  {
+    name: `em.assign: ${what}, after a valid value`,
+    act: ({ em, thing }) => em.assign(thing, { [prop === 'note' ? 'title' : 'note']: 'set by assign', [prop]: value() } as never),
+    rejects: InvalidValueError,
+    message: new RegExp(`Thing\\.${prop}`),
+    check: ({ thing }) => expect([thing.title, thing.note]).not.toContain('set by assign'),
+  },
 ])
+
+const assignCases: Rejected[] = [
+  { name: 'em.assign: an unknown property', act: ({ em, thing }) => em.assign(thing, { title: 'x', colour: 'red' } as never), rejects: InvalidValueError, message: /colour: is not a property of Thing/, check: ({ thing }) => expect(thing.title).not.toBe('x') },
+  { name: 'em.assign: the id', act: ({ em, thing }) => em.assign(thing, { id: 1 } as never), rejects: InvalidValueError, message: /is the id/ },
+  { name: 'em.assign: a collection', act: ({ em, thing }) => em.assign(thing, { tags: [] } as never), rejects: InvalidValueError, message: /is a collection/ },
+  { name: 'em.assign: not an object', act: ({ em, thing }) => em.assign(thing, 'title=x' as never), rejects: InvalidValueError },
+  {
+    name: 'em.assign: a removed entity',
+    prepare: (fx) => {
+      const made = fx.em.create('Thing', fx.valid())
+      fx.em.remove(made)
+      fx.made = { made }
+    },
+    act: ({ em, made }) => em.assign(made!.made as Thing, { title: 'x' }),
+    rejects: EntityStateError,
+  },
+  { name: 'em.assign: an entity of another EntityManager', act: ({ em, foreignThing }) => em.assign(foreignThing, { title: 'x' }), rejects: EntityStateError },
+  { name: 'em.assign: a reference to an entity of another EntityManager', act: ({ em, thing, foreignOwner }) => em.assign(thing, { title: 'x', owner: foreignOwner }), rejects: InvalidValueError, message: /another EntityManager/, check: ({ thing }) => expect(thing.title).not.toBe('x') },
+]
 
 const requiredCases: Rejected[] = [
   { name: 'create: a required text left out', act: ({ em, home }) => em.create('Thing', { owner: home } as never), rejects: InvalidValueError, message: /title: is required/ },
@@ -655,6 +682,7 @@ const findCases: Rejected[] = [
 const rejected: readonly (readonly [group: string, cases: readonly Rejected[]])[] = [
   ['values of the wrong type, out of range or not storable', valueCases],
   ['required values, ids and undefined', requiredCases],
+  ['em.assign: all or nothing', assignCases],
   ['validation rules (.length(), .range())', ruleCases],
   ['unknown properties, names and relations', unknownPropertyCases],
   ['references and entity states', referenceCases],

@@ -27,6 +27,13 @@ describe('inferred entity types', () => {
       author.id = 3
       // @ts-expect-error title is required
       em.create('Book', { author })
+      em.assign(book, { title: 'x', author, pages: null }) // any subset of columns and references
+      // @ts-expect-error assign takes no id
+      em.assign(book, { id: 3 })
+      // @ts-expect-error nor collections
+      em.assign(author, { books: [] })
+      // @ts-expect-error pages is a number
+      em.assign(book, { pages: '12' })
       // @ts-expect-error wrong type
       em.create('Author', { name: 1 })
       // @ts-expect-error unknown entity
