@@ -95,6 +95,17 @@ export function flushError(error: ServerError, op: Op | undefined, cause: unknow
   return new ErrorClass(message, failure, { cause })
 }
 
+/**
+ * A locking read's server error as a typed error (`nowait` on a locked row: LockTimeoutError), for
+ * postgres.js's and node-postgres's errors alike. Nothing was written by the read itself.
+ */
+export function lockingReadError(error: ServerError, entity: string, table: string): FlushError {
+  const e = error as ServerError & { table?: string; constraint?: string }
+  const failure: StatementFailure = { code: e.code, table, entity, constraint: e.constraint_name ?? e.constraint, detail: e.detail }
+  const ErrorClass = classes[e.code] ?? FlushError
+  return new ErrorClass(`locking read of ${entity} (table ${table}) failed: ${e.message}${e.detail ? ` — ${e.detail}` : ''}`, failure, { cause: error })
+}
+
 /** A node-postgres server error in postgres.js's shape (node-postgres names the fields `table` and `constraint`). */
 export function fromNodePostgres(error: ServerError): ServerError {
   const e = error as ServerError & { table?: string; constraint?: string }

@@ -15,6 +15,20 @@ export type ComparisonOp = '=' | '<>' | '>' | '>=' | '<' | '<=' | 'like'
 export interface SelectOptions {
   readonly orderBy?: readonly (readonly [column: string, direction: 'asc' | 'desc'])[]
   readonly limit?: number
+  readonly lock?: RowLock | undefined
+}
+
+/** `for update` / `for share` of the entity's rows, with `nowait` or `skip locked`. */
+export interface RowLock {
+  readonly strength: 'update' | 'share'
+  readonly wait?: 'nowait' | 'skip-locked' | undefined
+}
+
+/** Locks the rows of alias `t` only: a join never locks the rows it reaches. */
+function lockClause(lock: RowLock | undefined): string {
+  if (lock === undefined) return ''
+  const wait = lock.wait === 'nowait' ? ' nowait' : lock.wait === 'skip-locked' ? ' skip locked' : ''
+  return ` for ${lock.strength} of t${wait}`
 }
 
 /** `t.id, t.field…`: rows come back as arrays in this order (see `decodeRow`). */
@@ -22,9 +36,9 @@ export function selectList(entity: EntityMeta, alias = 't'): string {
   return [entity.id, ...entity.fields].map((c) => c.type.selectExpr(`${alias}.${c.quoted}`)).join(', ')
 }
 
-export function renderLoadByIds(entity: EntityMeta, ids: readonly string[]): Statement {
+export function renderLoadByIds(entity: EntityMeta, ids: readonly string[], lock?: RowLock): Statement {
   return {
-    text: `select ${selectList(entity)} from ${entity.quotedTable} as t where t.${entity.id.quoted} = any($1::${entity.id.type.sqlType}[])`,
+    text: `select ${selectList(entity)} from ${entity.quotedTable} as t where t.${entity.id.quoted} = any($1::${entity.id.type.sqlType}[])${lockClause(lock)}`,
     params: [arrayLiteral(ids)],
   }
 }
@@ -66,5 +80,6 @@ export function renderFind(entity: EntityMeta, conditions: readonly Condition[],
   if (where.length > 0) text += ` where ${where.join(' and ')}`
   if (options.orderBy?.length) text += ` order by ${options.orderBy.map(([c, d]) => `t.${c} ${d}`).join(', ')}`
   if (options.limit !== undefined) text += ` limit ${bind(String(options.limit), 'int8')}`
+  text += lockClause(options.lock)
   return { text, params }
 }

@@ -17,8 +17,30 @@ import { DEFAULT_MAX_ROWS } from '../plan/chunk.js'
 import { validate } from './validation.js'
 import { checkMutableValues } from './entity-class.js'
 import { columnOf, conditions, isPlainObject } from './where.js'
+import type { RowLock } from '../sql/render-select.js'
+import { isServerError, lockingReadError } from '../drivers/pg-error.js'
+import type { EntityMeta } from '../schema/meta.js'
 
-export interface FindOptions<D extends SchemaDefs, K extends EntityName<D>> {
+/** A locking read's server errors, typed: `nowait` on a locked row is a (retryable) LockTimeoutError. */
+async function lockingRead<T>(meta: EntityMeta, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read()
+  } catch (error) {
+    throw isServerError(error) ? lockingReadError(error, meta.name, meta.table) : error
+  }
+}
+
+/**
+ * A locking read, inside `em.transaction()` only: `for update` (or `for share`) of the rows read,
+ * held until the transaction ends; `wait: 'nowait'` fails at once with LockTimeoutError when a row
+ * is locked, `'skip-locked'` leaves such rows out (a job queue's next job).
+ */
+export interface LockOptions {
+  readonly lock?: 'update' | 'share'
+  readonly wait?: 'nowait' | 'skip-locked'
+}
+
+export interface FindOptions<D extends SchemaDefs, K extends EntityName<D>> extends LockOptions {
   readonly orderBy?: OrderBy<D, K>
   readonly limit?: number
 }
@@ -93,19 +115,25 @@ export class EntityManager<D extends SchemaDefs> {
     return this.uow.create(this.schema.meta(name), data as Record<string, unknown>) as unknown as Entity<D, K>
   }
 
-  /** The entity with this id; throws NotFoundError when there is none. Calls in one tick share one query. */
-  async load<K extends EntityName<D>>(name: K, id: IdOf<D, K>): Promise<Entity<D, K>> {
-    const found = await this.tryLoad(name, id)
+  /**
+   * The entity with this id; throws NotFoundError when there is none. Calls in one tick share one
+   * query. With `{ lock }` (inside `em.transaction()`), the row is read and locked even when the
+   * entity is already here, and the entity takes the row's values but for its unflushed changes.
+   */
+  async load<K extends EntityName<D>>(name: K, id: IdOf<D, K>, options: LockOptions = {}): Promise<Entity<D, K>> {
+    const found = await this.tryLoad(name, id, options)
     if (!found) throw new NotFoundError(name, id)
     return found
   }
 
   /** Like `load`, but resolves with undefined when there is no such row. */
-  async tryLoad<K extends EntityName<D>>(name: K, id: IdOf<D, K>): Promise<Entity<D, K> | undefined> {
+  async tryLoad<K extends EntityName<D>>(name: K, id: IdOf<D, K>, options: LockOptions = {}): Promise<Entity<D, K> | undefined> {
     const meta = this.schema.meta(name)
     const reason = meta.id.type.check(id)
     if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
-    return (await this.loader.byId(meta, id)) as unknown as Entity<D, K> | undefined
+    const lock = this.rowLock(meta.name, options)
+    if (lock === undefined) return (await this.loader.byId(meta, id)) as unknown as Entity<D, K> | undefined
+    return (await lockingRead(meta, () => this.loader.byIdLocked(meta, id, lock))) as unknown as Entity<D, K> | undefined
   }
 
   /**
@@ -141,12 +169,16 @@ export class EntityManager<D extends SchemaDefs> {
     if (options.limit !== undefined && !(Number.isSafeInteger(options.limit) && options.limit >= 0)) {
       throw new InvalidValueError(meta.name, 'limit', options.limit, 'expected a non-negative integer')
     }
-    const found = await this.loader.find(meta, conditions(meta, where as Record<string, unknown>), { orderBy, ...(options.limit === undefined ? {} : { limit: options.limit }) })
+    const lock = this.rowLock(meta.name, options)
+    const select = { orderBy, lock, ...(options.limit === undefined ? {} : { limit: options.limit }) }
+    const read = () => this.loader.find(meta, conditions(meta, where as Record<string, unknown>), select)
+    const found = lock === undefined ? await read() : await lockingRead(meta, read)
     return found as unknown as Entity<D, K>[]
   }
 
-  async findOne<K extends EntityName<D>>(name: K, where: Where<D, K>): Promise<Entity<D, K> | undefined> {
-    const [first] = await this.find(name, where, { limit: 1 })
+  /** The first entity `find` would return (`orderBy` decides which), or undefined. */
+  async findOne<K extends EntityName<D>>(name: K, where: Where<D, K>, options: Omit<FindOptions<D, K>, 'limit'> = {}): Promise<Entity<D, K> | undefined> {
+    const [first] = await this.find(name, where, { ...options, limit: 1 })
     return first
   }
 
@@ -216,6 +248,21 @@ export class EntityManager<D extends SchemaDefs> {
   /** Whether the entity's row has been read (false for references not loaded yet). */
   isLoaded<K extends EntityName<D>>(entity: Entity<D, K>): boolean {
     return this.uow.own(entity).status !== 'stub'
+  }
+
+  /** The checked lock of a read, or undefined; a lock outside `em.transaction()` would end with the read. */
+  private rowLock(entity: string, options: LockOptions): RowLock | undefined {
+    const { lock, wait } = options
+    if (lock === undefined) {
+      if (wait !== undefined) throw new InvalidValueError(entity, 'wait', wait, "takes a lock: { lock: 'update', wait }")
+      return undefined
+    }
+    if (lock !== 'update' && lock !== 'share') throw new InvalidValueError(entity, 'lock', lock, "expected 'update' or 'share'")
+    if (wait !== undefined && wait !== 'nowait' && wait !== 'skip-locked') throw new InvalidValueError(entity, 'wait', wait, "expected 'nowait' or 'skip-locked'")
+    if (this.uow.journal === undefined) {
+      throw new EntityStateError(`a locking read (lock: '${lock}') needs em.transaction(): outside one, the lock would be released as soon as the read returns`)
+    }
+    return { strength: lock, wait }
   }
 
   private entityHooks(name: string): EntityHooks<D, EntityName<D>> | undefined {

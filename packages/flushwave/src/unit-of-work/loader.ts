@@ -1,6 +1,6 @@
 import type { Executor } from '../drivers/executor.js'
 import type { EntityMeta } from '../schema/meta.js'
-import { renderFind, renderLoadByIds, renderLoadByReference, renderLoadLinks, type SelectOptions } from '../sql/render-select.js'
+import { renderFind, renderLoadByIds, renderLoadByReference, renderLoadLinks, type RowLock, type SelectOptions } from '../sql/render-select.js'
 import { STATE, type HasState } from './entity-state.js'
 import type { ManyToManyCollection } from './many-to-many.js'
 import type { OneToManyCollection } from './one-to-many.js'
@@ -43,7 +43,16 @@ export class Loader {
 
   async find(meta: EntityMeta, where: readonly Condition[], options: SelectOptions): Promise<HasState[]> {
     const rows = await this.executor().read(renderFind(meta, where, options))
-    return rows.map((row) => this.uow.hydrate(meta, row))
+    // A locking read returns the rows as they are now: entities already here take their values.
+    return rows.map((row) => this.uow.hydrate(meta, row, options.lock !== undefined))
+  }
+
+  /** Reads and locks one row, never batched (the lock is the point), refreshing the entity if it is here. */
+  async byIdLocked(meta: EntityMeta, id: unknown, lock: RowLock): Promise<HasState | undefined> {
+    const known = this.uow.map.get(meta, id)
+    if (known && known[STATE].status === 'detached') return undefined
+    const [row] = await this.executor().read(renderLoadByIds(meta, [meta.id.type.toText(id)], lock))
+    return row === undefined ? undefined : this.uow.hydrate(meta, row, true)
   }
 
   async oneToMany(collections: readonly OneToManyCollection[], owners: readonly HasState[]): Promise<void> {

@@ -3,7 +3,7 @@ import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { checkValue, makeEntity, writable, type CollectionFactory } from './entity-class.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
-import { pinDates } from './dirty.js'
+import { isChanged, pinDates } from './dirty.js'
 import { IdentityMap } from './identity-map.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
@@ -104,11 +104,17 @@ export class UnitOfWork implements CollectionFactory {
   /**
    * Merges a row read from the database (id, then `meta.fields` in order). A tracked entity keeps
    * its unflushed changes; a stub gets the row's values for every property it has not had set.
+   * With `refresh` (a locking read), a loaded entity takes the row as its snapshot, and its values
+   * for every property without an unflushed change: those stay, to be written over the locked row.
    */
-  hydrate(meta: EntityMeta, row: readonly unknown[]): HasState {
+  hydrate(meta: EntityMeta, row: readonly unknown[], refresh = false): HasState {
     const id = meta.id.type.fromDb(row[0])
     const entity = this.reference(meta, id)
     const state = entity[STATE]
+    if (refresh && state.status === 'managed') {
+      this.refresh(entity, row)
+      return entity
+    }
     if (state.status !== 'stub') return entity
     this.changing(entity)
     const snapshot: Record<string, unknown> = { ...state.snapshot }
@@ -129,6 +135,22 @@ export class UnitOfWork implements CollectionFactory {
     state.status = 'managed'
     pinDates(state)
     return entity
+  }
+
+  private refresh(entity: HasState, row: readonly unknown[]): void {
+    const state = entity[STATE]
+    this.changing(entity)
+    const snapshot = state.snapshot ?? (state.snapshot = {})
+    state.meta.fields.forEach((field, i) => {
+      const raw = row[i + 1]
+      const value = raw === null || raw === undefined ? null : field.ref ? this.reference(field.ref.target, field.ref.target.id.type.fromDb(raw)) : field.type.fromDb(raw)
+      const keep = isChanged(state, field)
+      snapshot[field.prop] = field.ref || value === null ? value : writeText(field.type, value)
+      if (keep) return
+      state.values[field.prop] = value
+      if (field.ref) this.referrers.note(field, entity, value)
+    })
+    pinDates(state)
   }
 
   /**

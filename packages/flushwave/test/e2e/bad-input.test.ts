@@ -291,6 +291,14 @@ const valueCases: Rejected[] = badValues.flatMap(([prop, what, value, where]): R
   },
 ])
 
+const lockCases: Rejected[] = [
+  { name: 'find: a lock outside em.transaction()', act: ({ em }) => em.find('Thing', {}, { lock: 'update' }), rejects: EntityStateError, message: /needs em\.transaction\(\)/ },
+  { name: 'load: a lock outside em.transaction()', act: ({ em }) => em.load('Thing', ids.thing, { lock: 'share' }), rejects: EntityStateError },
+  { name: 'find: wait without a lock', act: ({ em }) => em.find('Thing', {}, { wait: 'skip-locked' }), rejects: InvalidValueError },
+  { name: 'find: an unknown lock strength', act: ({ em }) => em.find('Thing', {}, { lock: 'exclusive' } as never), rejects: InvalidValueError },
+  { name: 'findOne: an unknown wait', act: ({ em }) => em.findOne('Thing', {}, { lock: 'update', wait: 'forever' } as never), rejects: InvalidValueError },
+]
+
 const assignCases: Rejected[] = [
   { name: 'em.assign: an unknown property', act: ({ em, thing }) => em.assign(thing, { title: 'x', colour: 'red' } as never), rejects: InvalidValueError, message: /colour: is not a property of Thing/, check: ({ thing }) => expect(thing.title).not.toBe('x') },
   { name: 'em.assign: the id', act: ({ em, thing }) => em.assign(thing, { id: 1 } as never), rejects: InvalidValueError, message: /is the id/ },
@@ -683,6 +691,7 @@ const rejected: readonly (readonly [group: string, cases: readonly Rejected[]])[
   ['values of the wrong type, out of range or not storable', valueCases],
   ['required values, ids and undefined', requiredCases],
   ['em.assign: all or nothing', assignCases],
+  ['locking reads: options, and outside a transaction', lockCases],
   ['validation rules (.length(), .range())', ruleCases],
   ['unknown properties, names and relations', unknownPropertyCases],
   ['references and entity states', referenceCases],
