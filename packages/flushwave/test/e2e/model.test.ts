@@ -291,6 +291,7 @@ type Op =
   | { t: 'failingFlush'; how: 'newTag' | 'newAuthor' | 'renameTag' | 'emailAuthor'; source: number; target: number; extra: boolean; acq: Acq; retry: boolean; fix: number }
   | { t: 'newEm' }
   | { t: 'rolledBack'; inner: Op[]; flush: boolean }
+  | { t: 'lockedLoad'; kind: Kind; target: number; how: 'load' | 'find'; strength: 'update' | 'share' }
 
 const TRICKY = ['', ' ', 'NULL', 'null', '"', "'", '\\', '\\"', '{', '}', '{}', ',', 'a,b', '{"a"}', '(1,2)', 'x\ty', 'line\nbreak', '\r', 'é', 'ß', '🚀', '🇫🇷', 'Ω≈ç', '\u00a0', '\u200b', '\u0001']
 const text = fc.oneof(
@@ -367,7 +368,14 @@ const operation: fc.Arbitrary<Op> = fc.oneof(
   // (documented on em.transaction); they stay pending like any change made before it.
   {
     weight: 2,
-    arbitrary: fc.record({ t: lit('rolledBack'), inner: fc.array(fc.oneof(...changes), { minLength: 1, maxLength: 4 }).filter((ops) => ops.every((o) => o.t !== 'mutate')), flush: fc.boolean() }),
+    arbitrary: fc.record({
+      t: lit('rolledBack'),
+      // Locking reads need a transaction: they run here only.
+      inner: fc
+        .array(fc.oneof(...changes, { weight: 12, arbitrary: fc.record({ t: lit('lockedLoad'), kind: fc.constantFrom(...KINDS), target: n, how: fc.constantFrom('load' as const, 'find' as const), strength: fc.constantFrom('update' as const, 'share' as const) }) }), { minLength: 1, maxLength: 4 })
+        .filter((ops) => ops.every((o) => o.t !== 'mutate')),
+      flush: fc.boolean(),
+    }),
   },
 )
 
@@ -693,6 +701,22 @@ async function step(c: Ctx, op: Op): Promise<boolean> {
     case 'rolledBack':
       await rolledBack(c, op)
       return true
+    case 'lockedLoad': {
+      // Read again under a lock: the entity keeps its identity and shows the row plus its unflushed changes.
+      const h = pick(model.pending.live(op.kind), op.target)
+      const id = h === undefined ? undefined : model.ids.get(h)
+      if (h === undefined || id === undefined) return false
+      log(c, `${op.how} ${h} for ${op.strength}`)
+      tally(`lockedLoad ${op.kind} (inside a transaction)`)
+      const { em } = c.seg
+      const lock = { lock: op.strength }
+      const obj = (op.how === 'load' ? await em.load(op.kind as 'Author', id, lock) : (await em.find(op.kind as 'Author', { id }, lock))[0]) as unknown as Loose
+      const held = c.seg.objs.get(h)
+      if (held) expect(obj, `identity map: ${h} came back as another object`).toBe(held)
+      remember(c, h, obj)
+      checkEntity(c, h, obj)
+      return true
+    }
     case 'newEm':
       c.seg = newSegment(c)
       model.pending = model.committed.clone()
@@ -718,6 +742,7 @@ async function rolledBack(c: Ctx, op: Extract<Op, { t: 'rolledBack' }>): Promise
       for (const inner of op.inner) await step(c, inner)
       if (op.flush && predict(c) === undefined) {
         log(c, '  flush inside the transaction')
+        tally('flush inside a rolled-back transaction')
         await seg.em.flush()
       }
       throw marker
