@@ -1,6 +1,6 @@
 export { flushwave, Flushwave, type FlushwaveOptions } from './flushwave.js'
 export { t, type Column, type Id, type IdStrategy, type ManyToMany, type ManyToOne, type OnDelete, type OneToMany, type Timestamp } from './schema/builders.js'
-export { defineSchema, entity, Schema, type EntityDef, type SchemaDefs } from './schema/define.js'
+export { defineSchema, entity, Schema, type EntityDef, type EntityOptions, type SchemaDefs } from './schema/define.js'
 export { createTablesSql, dropTablesSql } from './schema/ddl.js'
 export { type SchemaDifference } from './schema/check.js'
 export { readCatalog, type CatalogQuery, type CatalogTable } from './pull/catalog.js'

@@ -32,6 +32,8 @@ export interface CatalogTable {
   readonly primaryKey: readonly string[]
   /** Columns with a single-column unique constraint or unique index. */
   readonly unique: ReadonlySet<string>
+  /** Unique constraints and indexes over several columns, each once. */
+  readonly uniqueKeys: readonly (readonly string[])[]
   /** Single-column foreign keys (multi-column ones are listed as unsupported). */
   readonly foreignKeys: readonly CatalogForeignKey[]
   /** Multi-column foreign keys, by their columns, for the unsupported list. */
@@ -63,7 +65,7 @@ join pg_namespace n on n.oid = c.relnamespace
 left join pg_class f on f.oid = con.confrelid
 where n.nspname = $1 and con.contype in ('p', 'u', 'f')
 union all
-select c.relname, 'u', array(select a.attname::text from unnest(i.indkey::int2[]) k(num) join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.num), null, null, null
+select c.relname, 'u', array(select a.attname::text from unnest(i.indkey::int2[]) with ordinality k(num, i) join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.num order by k.i), null, null, null
 from pg_index i
 join pg_class c on c.oid = i.indrelid
 join pg_namespace n on n.oid = c.relnamespace
@@ -73,10 +75,10 @@ order by 1`
 /** Reads the tables of `schemaName` (default `public`). */
 export async function readCatalog(query: CatalogQuery, schemaName = 'public'): Promise<CatalogTable[]> {
   const [columnRows, constraintRows] = await Promise.all([query(COLUMNS, [schemaName]), query(CONSTRAINTS, [schemaName])])
-  const tables = new Map<string, { columns: CatalogColumn[]; primaryKey: string[]; unique: Set<string>; foreignKeys: CatalogForeignKey[]; composite: string[] }>()
+  const tables = new Map<string, { columns: CatalogColumn[]; primaryKey: string[]; unique: Set<string>; keys: Map<string, string[]>; foreignKeys: CatalogForeignKey[]; composite: string[] }>()
   const table = (name: string) => {
     let t = tables.get(name)
-    if (!t) tables.set(name, (t = { columns: [], primaryKey: [], unique: new Set(), foreignKeys: [], composite: [] }))
+    if (!t) tables.set(name, (t = { columns: [], primaryKey: [], unique: new Set(), keys: new Map(), foreignKeys: [], composite: [] }))
     return t
   }
   for (const [relname, name, type, typeName, notNull, sequence, def, labels] of columnRows) {
@@ -95,11 +97,21 @@ export async function readCatalog(query: CatalogQuery, schemaName = 'public'): P
     const cols = textArray(columns)
     if (kind === 'p') t.primaryKey.push(...cols)
     else if (kind === 'u' && cols.length === 1) t.unique.add(cols[0]!)
+    // A unique constraint comes with its index: one key for both.
+    else if (kind === 'u') t.keys.set([...cols].sort().join(','), cols)
     else if (kind === 'f' && cols.length === 1) {
       t.foreignKeys.push({ column: cols[0]!, target: String(target), onDelete: ON_DELETE[String(deleteAction)], deferred: bool(deferred) })
     } else if (kind === 'f') t.composite.push(cols.join(', '))
   }
-  return [...tables].map(([name, t]) => ({ name, columns: t.columns, primaryKey: t.primaryKey, unique: t.unique, foreignKeys: t.foreignKeys, compositeForeignKeys: t.composite }))
+  return [...tables].map(([name, t]) => ({
+    name,
+    columns: t.columns,
+    primaryKey: t.primaryKey,
+    unique: t.unique,
+    uniqueKeys: [...t.keys.values()],
+    foreignKeys: t.foreignKeys,
+    compositeForeignKeys: t.composite,
+  }))
 }
 
 const ON_DELETE: Record<string, CatalogForeignKey['onDelete']> = { c: 'cascade', n: 'set null', r: 'restrict' }

@@ -21,7 +21,8 @@ export function createTablesSql(schema: Schema, options: { readonly outcomeLedge
   for (const meta of schema.insertOrder) {
     created.add(meta)
     const inline = (f: FieldMeta) => !f.ref || created.has(f.ref.target)
-    out.push(`create table ${meta.quotedTable} (\n  ${[idColumn(meta), ...meta.fields.map((f) => fieldColumn(f, inline(f)))].join(',\n  ')}\n)`)
+    const keys = meta.uniqueKeys.filter((key) => key.length > 1).map((key) => `unique (${key.map((f) => f.quoted).join(', ')})`)
+    out.push(`create table ${meta.quotedTable} (\n  ${[idColumn(meta), ...meta.fields.map((f) => fieldColumn(f, inline(f))), ...keys].join(',\n  ')}\n)`)
     for (const f of meta.fields) if (f.ref) out.push(`create index on ${meta.quotedTable} (${f.quoted})`)
     for (const f of meta.fields) {
       if (inline(f)) continue

@@ -1,6 +1,6 @@
 import { SchemaError } from '../errors.js'
 import { quoteIdent } from '../sql/quote.js'
-import type { AnyProp, ColumnSpec, IdSpec, ManyToManySpec, ManyToOneSpec, OneToManySpec } from './builders.js'
+import type { AnyProp, Column, ColumnSpec, IdSpec, ManyToManySpec, ManyToOne, ManyToOneSpec, OneToManySpec } from './builders.js'
 import type { EntityMeta, FieldMeta, IdMeta, ManyToManyMeta, OneToManyMeta } from './meta.js'
 import { snakeCase } from './naming.js'
 import { tableOrder } from './table-order.js'
@@ -8,13 +8,23 @@ import { tableOrder } from './table-order.js'
 export interface EntityDef<P extends Record<string, AnyProp> = Record<string, AnyProp>> {
   readonly table: string
   readonly props: P
+  /** Unique keys over several columns (a single column's is `.unique()`), by property name. */
+  readonly unique: readonly (readonly string[])[]
 }
 
 export type SchemaDefs = Record<string, EntityDef>
 
-/** Declares an entity: its table and its properties, built with `t`. */
-export function entity<const P extends Record<string, AnyProp>>(table: string, props: P): EntityDef<P> {
-  return Object.freeze({ table, props })
+/** The properties a unique key may name: columns and many-to-one references. */
+type KeyProp<P> = { [F in keyof P]: P[F] extends Column<unknown, boolean, boolean> | ManyToOne<string, boolean, boolean> ? F : never }[keyof P] & string
+
+export interface EntityOptions<P> {
+  /** Unique keys over several columns: `unique: [['order', 'sku']]` is `unique (order_id, sku)`. */
+  readonly unique?: readonly (readonly KeyProp<P>[])[]
+}
+
+/** Declares an entity: its table, its properties built with `t`, and keys over several columns. */
+export function entity<const P extends Record<string, AnyProp>>(table: string, props: P, options: EntityOptions<P> = {}): EntityDef<P> {
+  return Object.freeze({ table, props, unique: Object.freeze((options.unique ?? []).map((key) => Object.freeze([...key]))) })
 }
 
 /** A checked, resolved set of entities. Entity names are the keys of `defs`. */
@@ -89,6 +99,7 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
       columns.add(field.column)
       d.fieldByProp.set(field.prop, field)
     }
+    ;(d.meta as { uniqueKeys: readonly (readonly FieldMeta[])[] }).uniqueKeys = uniqueKeys(d, defs[d.meta.name]!)
     const versions = d.fields.filter((f) => f.version)
     if (versions.length > 1) throw new SchemaError(`${d.meta.name} has ${versions.length} version columns; one at most`)
     ;(d.meta as { version: FieldMeta | undefined }).version = versions[0]
@@ -96,6 +107,27 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
     Object.freeze(d.meta)
   }
   return new Map([...drafts].map(([name, d]) => [name, d.meta]))
+}
+
+/** Every unique key of an entity: each `.unique()` column, then each key of `entity(…, { unique })`, checked. */
+function uniqueKeys(d: Draft, def: EntityDef): (readonly FieldMeta[])[] {
+  const keys: (readonly FieldMeta[])[] = d.fields.filter((f) => f.unique).map((f) => [f])
+  const seen = new Set(keys.map((key) => key[0]!.column))
+  for (const key of def.unique ?? []) {
+    if (!Array.isArray(key) || key.length === 0) throw new SchemaError(`${d.meta.name}: a unique key lists one property or more, got ${JSON.stringify(key)}`)
+    const fields = key.map((prop) => {
+      const field = d.fieldByProp.get(prop)
+      if (!field) throw new SchemaError(`${d.meta.name}: unique key ${JSON.stringify(key)} names ${JSON.stringify(prop)}, which is not a column or many-to-one of ${d.meta.name}`)
+      return field
+    })
+    const columns = fields.map((f) => f.column)
+    if (new Set(columns).size !== columns.length) throw new SchemaError(`${d.meta.name}: unique key ${JSON.stringify(key)} names a property twice`)
+    const name = [...columns].sort().join(',')
+    if (seen.has(name)) throw new SchemaError(`${d.meta.name}: unique key ${JSON.stringify(key)} is declared twice`)
+    seen.add(name)
+    keys.push(fields)
+  }
+  return keys
 }
 
 function claim(tables: Map<string, string>, table: string, owner: string): void {
@@ -125,6 +157,7 @@ function draft(name: string, def: EntityDef): Draft {
     oneToMany,
     manyToMany,
     version: undefined,
+    uniqueKeys: [],
   }
   return { meta, fields, fieldByProp, oneToMany, manyToMany }
 }

@@ -14,6 +14,8 @@ export interface EntityMeta {
   readonly manyToMany: readonly ManyToManyMeta[]
   /** The optimistic-lock version field, when the entity has one. */
   readonly version: FieldMeta | undefined
+  /** Unique keys besides the id: each `.unique()` field alone, then each key over several columns. */
+  readonly uniqueKeys: readonly (readonly FieldMeta[])[]
 }
 
 export interface IdMeta {

@@ -49,6 +49,40 @@ describe('schema', () => {
   })
 })
 
+describe('unique keys', () => {
+  const shop = defineSchema({
+    Order: entity('order', { id: t.id(), number: t.text().unique(), lines: t.oneToMany('Line', 'order') }),
+    Line: entity('order_line', { id: t.id(), order: t.manyToOne('Order'), sku: t.text(), quantity: t.integer() }, { unique: [['order', 'sku']] }),
+  })
+
+  it('resolves single-column and composite keys, and emits the composite one as a table constraint', () => {
+    const keys = (name: string) => shop.meta(name).uniqueKeys.map((key) => key.map((f) => f.column))
+    expect(keys('Order')).toEqual([['number']])
+    expect(keys('Line')).toEqual([['order_id', 'sku']])
+    const ddl = createTablesSql(shop, { outcomeLedger: false }).join('\n')
+    expect(ddl).toContain('"number" text not null unique')
+    expect(ddl).toContain(`"quantity" int4 not null,\n  unique ("order_id", "sku")\n)`)
+  })
+
+  it('rejects keys naming unknown properties, collections, a property twice, or a key twice', () => {
+    const line = (unique: unknown) => () =>
+      defineSchema({
+        Order: entity('order', { id: t.id(), lines: t.oneToMany('Line', 'order') }),
+        Line: entity('line', { id: t.id(), order: t.manyToOne('Order'), sku: t.text() }, { unique } as never),
+      })
+    expect(line([['order', 'skew']])).toThrow(/names "skew", which is not a column or many-to-one of Line/)
+    expect(line([['id', 'sku']])).toThrow(SchemaError)
+    expect(line([['sku', 'sku']])).toThrow(/names a property twice/)
+    expect(line([['order', 'sku'], ['sku', 'order']])).toThrow(/declared twice/)
+    expect(line([[]])).toThrow(/one property or more/)
+    // Typed from the properties: only columns and many-to-ones.
+    // @ts-expect-error a collection is not a column
+    entity('order', { id: t.id(), lines: t.oneToMany('Line', 'order') }, { unique: [['lines']] })
+    // @ts-expect-error no such property
+    entity('line', { id: t.id(), sku: t.text() }, { unique: [['skew']] })
+  })
+})
+
 describe('defaults', () => {
   it('copies an object default for each entity, so a change in place stays with its entity', () => {
     const docs = defineSchema({ Doc: entity('doc', { id: t.id(), data: t.jsonb<{ n?: number }>().default({}), at: t.timestamptz().default(new Date(0)) }) })
