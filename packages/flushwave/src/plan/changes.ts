@@ -35,6 +35,11 @@ export interface RowDelete {
   readonly id: string
   /** The version the row must still have, for entities with a version field. */
   readonly version?: Text
+  /**
+   * A row this flush writes takes its unique key (or its provided id): it is deleted before the
+   * inserts and updates, so that a replace by key commits (see replacedKeys in change-set.ts).
+   */
+  readonly first?: true
 }
 
 export interface LinkChange {

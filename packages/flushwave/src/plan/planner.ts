@@ -8,13 +8,15 @@ import type { Plan, Preparation } from './plan.js'
 /**
  * Turns changes into one wave of per-table ops in an order that satisfies immediate foreign keys:
  *
- *   inserts (parents first) → cycle fix-ups → link inserts → updates → link deletes →
- *   cycle references of rows to delete cleared → per deleted table, children first: its
- *   cascades, its links, its rows
+ *   replaced rows (deletes marked `first`: their key is taken by a row written here), each with
+ *   its cascades and links → inserts (parents first) → cycle fix-ups → link inserts → updates →
+ *   link deletes → cycle references of rows to delete cleared → per deleted table, children first:
+ *   its cascades, its links, its rows
  *
  * Updates sit between inserts and deletes because an update may point a row at a new parent, or
- * away from a parent about to be deleted. PostgreSQL runs pipelined statements in the order sent,
- * so ordering costs no round trip: every value is known, so every op goes in the first wave.
+ * away from a parent about to be deleted; the change set marks a delete `first` only when nothing
+ * written here needs its row (see replacedKeys). PostgreSQL runs pipelined statements in the order
+ * sent, so ordering costs no round trip: every value is known, so every op goes in the first wave.
  */
 export function planFlush(
   changes: Changes,
@@ -25,7 +27,10 @@ export function planFlush(
   const ops: Op[] = []
   const inserts = byEntity(changes.inserts)
   const updates = byEntity(changes.updates)
-  const deletes = byEntity(changes.deletes)
+  const deletes = byEntity(changes.deletes.filter((d) => !d.first))
+  const links = order.flatMap((e) => e.manyToMany)
+  const replaced = byEntity(changes.deletes.filter((d) => d.first))
+  if (replaced.size > 0) ops.push(...deleting(replaced, order, links))
   const newIds = newIdsOf(inserts)
   const fixUps: Op[] = []
   for (const entity of order) {
@@ -36,7 +41,6 @@ export function planFlush(
     if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined })
   }
   ops.push(...fixUps)
-  const links = order.flatMap((e) => e.manyToMany)
   const linkAdds = byLink(changes.linkAdds)
   for (const link of links) {
     const adds = linkAdds.get(link)
@@ -51,24 +55,33 @@ export function planFlush(
     const removes = linkRemoves.get(link)
     if (removes) ops.push(linkOp('link-delete', link, unique(removes)))
   }
+  ops.push(...deleting(deletes, order, links))
+  const chunked = ops.flatMap((op) => chunk(op, maxRows))
+  const waves = chunked.length === 0 ? [] : [{ ops: chunked, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
+  return Object.freeze({ waves, preparation })
+}
+
+/**
+ * Deletes rows, per table children first: cycle references of every doomed row cleared, then each
+ * table's cascades, its links, its rows.
+ */
+function deleting(deletes: ReadonlyMap<EntityMeta, readonly RowDelete[]>, order: readonly EntityMeta[], links: readonly ManyToManyMeta[]): Op[] {
   const doomed: RowSet[] = []
-  const deleting: Op[] = []
+  const ops: Op[] = []
   for (const entity of [...order].reverse()) {
     const rows = deletes.get(entity)
     if (!rows) continue
     const set: RowSet = { kind: 'ids', entity, ids: rows.map((r) => r.id) }
     doomed.push(set)
-    cascade(set, order, deleting, doomed)
-    deleting.push(...purgeOps(set, links), deleteOp(entity, rows))
+    cascade(set, order, ops, doomed)
+    ops.push(...purgeOps(set, links), deleteOp(entity, rows))
   }
+  const unlinks: Op[] = []
   for (const rows of doomed) {
     const fields = rows.entity.fields.filter((f) => f.ref?.fixUp)
-    if (fields.length > 0) ops.push({ kind: 'unlink-cycle', rows, fields })
+    if (fields.length > 0) unlinks.push({ kind: 'unlink-cycle', rows, fields })
   }
-  ops.push(...deleting)
-  const chunked = ops.flatMap((op) => chunk(op, maxRows))
-  const waves = chunked.length === 0 ? [] : [{ ops: chunked, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
-  return Object.freeze({ waves, preparation })
+  return [...unlinks, ...ops]
 }
 
 /**

@@ -121,8 +121,10 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       collections.push(collection)
     }
   }
+  const replaced = deletes.length > 0 && written.size > 0 ? replacedKeys(deleted, written.keys(), fieldText, idText) : undefined
+  const ordered = replaced === undefined ? deletes : deletes.map((d, i) => (replaced.has(deleted[i]!) ? { ...d, first: true as const } : d))
   const nulled = deleted.length > 0 ? cascadeInMemory(map, deleted) : []
-  return { changes: { inserts, updates, deletes, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections }
+  return { changes: { inserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections }
 }
 
 /**
@@ -163,4 +165,91 @@ function expectedVersion(state: EntityState): string {
     throw new EntityStateError(`${label(state)} has a version column but was never loaded: load it before changing or removing it`)
   }
   return version
+}
+
+/**
+ * Replace by key: removed entities whose unique key (or provided id) a row written by this flush
+ * takes. Deleted after the inserts as usual, they would make the flush fail with a unique
+ * violation; so the planner deletes them first, with the removed rows that refer to them, and that
+ * is safe when nothing written here needs those rows: no written row refers to one, no updated row
+ * is moving away from one (that update must run before the delete), no table with written rows
+ * cascades from theirs (a cascade would reach rows this flush still updates), and no removed row
+ * that was never read could refer to one. Otherwise all stay last, and a real clash fails as a
+ * UniqueViolationError. Linear in the entities written and removed. Rows the EntityManager never
+ * loaded that still refer to a replaced row make its delete fail (ForeignKeyViolationError), as
+ * they would at the end.
+ */
+function replacedKeys(
+  removed: readonly HasState[],
+  written: Iterable<HasState>,
+  fieldText: (state: EntityState, field: FieldMeta, value: unknown) => Text,
+  idText: (state: EntityState, entity: HasState) => string,
+): Set<HasState> | undefined {
+  const keyed = (meta: EntityMeta) => meta.uniqueKeys.length > 0 || meta.id.strategy === 'provided'
+  const writers = [...written]
+  const taken = new Set<string>()
+  for (const entity of writers) {
+    const state = entity[STATE]
+    if (!keyed(state.meta)) continue
+    for (const key of keysOf(state.meta, (f) => fieldText(state, f, state.values[f.prop]), () => idText(state, entity))) taken.add(key)
+  }
+  if (taken.size === 0) return undefined
+  const replaced = new Set<HasState>()
+  for (const entity of removed) {
+    const state = entity[STATE]
+    const snapshot = state.snapshot
+    if (state.status !== 'removed' || snapshot === undefined || !keyed(state.meta)) continue
+    const old = (f: FieldMeta): Text => {
+      const value = snapshot[f.prop]
+      return f.ref && value !== null && value !== undefined ? idText((value as HasState)[STATE], value as HasState) : ((value as Text | undefined) ?? null)
+    }
+    if (keysOf(state.meta, old, () => idText(state, entity)).some((key) => taken.has(key))) replaced.add(entity)
+  }
+  if (replaced.size === 0) return undefined
+  // Removed rows that refer to a replaced one go first with it (the planner deletes children first).
+  // One whose values were never read may refer to it unseen: then nothing goes first.
+  const referrers = new Map<HasState, HasState[]>()
+  const unread: HasState[] = []
+  for (const entity of removed) {
+    const state = entity[STATE]
+    if (state.snapshot === undefined) {
+      unread.push(entity)
+      continue
+    }
+    for (const field of state.meta.fields) {
+      if (!field.ref) continue
+      const target = state.snapshot[field.prop] as HasState | null | undefined
+      if (!target) continue
+      const list = referrers.get(target)
+      if (list) list.push(entity)
+      else referrers.set(target, [entity])
+    }
+  }
+  for (const entity of replaced) for (const child of referrers.get(entity) ?? []) replaced.add(child) // a Set visits what is added
+  const metas = new Set([...replaced].map((e) => e[STATE].meta))
+  for (const entity of unread) for (const field of entity[STATE].meta.fields) if (field.ref && metas.has(field.ref.target)) return undefined
+  // Safety, as above: if any row of the group must stay, they all do.
+  const cascadedInto = new Set<EntityMeta>()
+  for (const entity of writers) {
+    const state = entity[STATE]
+    for (const field of state.meta.fields) {
+      if (!field.ref) continue
+      if (field.ref.onDelete === 'cascade' || field.ref.onDelete === 'set null') cascadedInto.add(field.ref.target)
+      if (replaced.has(state.values[field.prop] as HasState)) return undefined
+      if (state.snapshot && replaced.has(state.snapshot[field.prop] as HasState)) return undefined
+    }
+  }
+  for (const entity of replaced) if (cascadedInto.has(entity[STATE].meta)) return undefined
+  return replaced
+}
+
+/** An entity's unique-key values as strings, one per key with no NULL in it (NULLs never clash). */
+function keysOf(meta: EntityMeta, text: (field: FieldMeta) => Text, id: () => string): string[] {
+  const out: string[] = []
+  if (meta.id.strategy === 'provided') out.push(`${meta.name}\u0000id\u0000${id()}`)
+  meta.uniqueKeys.forEach((key, k) => {
+    const parts = key.map(text)
+    if (parts.every((p) => p !== null)) out.push(`${meta.name}\u0000${k}\u0000${parts.join('\u0000')}`)
+  })
+  return out
 }

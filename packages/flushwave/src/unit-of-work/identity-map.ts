@@ -29,7 +29,10 @@ export class IdentityMap {
   delete(entity: HasState): void {
     const state = entity[STATE]
     this.tracked.get(state.meta)?.delete(entity)
-    if (state.id !== undefined) this.byId.get(state.meta)?.delete(key(state.id))
+    if (state.id === undefined) return
+    // A removed entity's id may be registered to the new entity replacing it (a provided id re-used).
+    const ids = this.byId.get(state.meta)
+    if (ids?.get(key(state.id)) === entity) ids.delete(key(state.id))
   }
 
   /** Every tracked entity of one type, in the order it became tracked. */

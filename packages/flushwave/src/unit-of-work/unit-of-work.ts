@@ -55,7 +55,9 @@ export class UnitOfWork implements CollectionFactory {
       const id = data[meta.id.prop] ?? (meta.id.strategy === 'uuid' ? uuidv7() : undefined)
       const reason = meta.id.type.check(id)
       if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
-      if (this.map.get(meta, id)) throw new EntityStateError(`${meta.name}#${String(id)} is already in this EntityManager`)
+      // A removed one may be replaced: the flush deletes it before it inserts this one.
+      const existing = this.map.get(meta, id)
+      if (existing && existing[STATE].status !== 'removed') throw new EntityStateError(`${meta.name}#${String(id)} is already in this EntityManager`)
       state.id = id
     } else if (meta.id.prop in data) {
       throw new InvalidValueError(meta.name, meta.id.prop, data[meta.id.prop], 'is assigned from its sequence by the flush')

@@ -158,6 +158,17 @@ class Model {
     return value
   }
 
+  /** Values of committed rows removed since, that no pending row holds: a flush writing one replaces by key. */
+  replaceable(kind: UniqueKind): string[] {
+    const held = new Set([...this.pending.rows.values()].filter((row) => row.kind === kind).map((row) => row.v[UNIQUE[kind]]))
+    const out: string[] = []
+    for (const [h, row] of this.committed.rows) {
+      const value = row.v[UNIQUE[kind]]
+      if (row.kind === kind && !this.pending.rows.has(h) && typeof value === 'string' && !held.has(value)) out.push(value)
+    }
+    return out
+  }
+
   /** Values given out before that no row holds, committed or pending: reusable in any statement order. */
   freed(kind: UniqueKind): string[] {
     const held = new Set<unknown>()
@@ -180,6 +191,12 @@ interface Segment {
   readonly touched: Set<Handle>
   /** Entities removed in this EntityManager (for create() with a removed tag). */
   readonly removed: Loose[]
+  /** Rows removed while this EntityManager knew no unique value of theirs: a flush cannot see the key they free. */
+  readonly removedUnread: Set<Handle>
+  /** Rows whose unique value this EntityManager has as the row's: read, or written by a flush that committed. */
+  readonly keyKnown: Set<Handle>
+  /** Rows whose unique value was set here since the last successful flush (created, or assigned). */
+  readonly keyPending: Set<Handle>
 }
 
 interface Ctx {
@@ -196,7 +213,7 @@ const tally = (key: string) => stats.set(key, (stats.get(key) ?? 0) + 1)
 
 function newSegment(c: { ems: number }): Segment {
   const n = ++c.ems
-  return { em: db.orm.em(), n, objs: new Map(), handles: new Map(), touched: new Set(), removed: [] }
+  return { em: db.orm.em(), n, objs: new Map(), handles: new Map(), touched: new Set(), removed: [], removedUnread: new Set(), keyKnown: new Set(), keyPending: new Set() }
 }
 
 function log(c: Ctx, line: string): void {
@@ -272,7 +289,8 @@ function pick<T>(list: readonly T[], n: number): T | undefined {
 // ── operations ───────────────────────────────────────────────────────────────────────────────────
 
 /** A unique value: fresh, or one given out before that no row holds now (null: no email). */
-type UniqueChoice = { fresh: string } | { reuse: number }
+/** `replace`: the value of a committed row this EntityManager removed (replace by key). */
+type UniqueChoice = { fresh: string } | { reuse: number } | { replace: number }
 
 type Op =
   | { t: 'createAuthor'; name: string; email: UniqueChoice | null; rating?: string; createdAt?: Date }
@@ -291,6 +309,7 @@ type Op =
   | { t: 'failingFlush'; how: 'newTag' | 'newAuthor' | 'renameTag' | 'emailAuthor'; source: number; target: number; extra: boolean; acq: Acq; retry: boolean; fix: number }
   | { t: 'newEm' }
   | { t: 'rolledBack'; inner: Op[]; flush: boolean }
+  | { t: 'replaceByKey'; kind: UniqueKind; target: number; acq: Acq; how: 'create' | 'rename'; other: number }
   | { t: 'lockedLoad'; kind: Kind; target: number; how: 'load' | 'find'; strength: 'update' | 'share' }
 
 const TRICKY = ['', ' ', 'NULL', 'null', '"', "'", '\\', '\\"', '{', '}', '{}', ',', 'a,b', '{"a"}', '(1,2)', 'x\ty', 'line\nbreak', '\r', 'é', 'ß', '🚀', '🇫🇷', 'Ω≈ç', '\u00a0', '\u200b', '\u0001']
@@ -310,6 +329,7 @@ const meta: fc.Arbitrary<Meta> = fc.record({ isbn: text, tags: fc.array(text, { 
 const unique: fc.Arbitrary<UniqueChoice> = fc.oneof(
   { weight: 4, arbitrary: text.map((fresh) => ({ fresh })) },
   { weight: 1, arbitrary: fc.nat({ max: 20 }).map((reuse) => ({ reuse })) },
+  { weight: 2, arbitrary: fc.nat({ max: 20 }).map((replace) => ({ replace })) },
 )
 const n = fc.nat({ max: 50 })
 const acq = fc.constantFrom<Acq>('load', 'find', 'ref')
@@ -353,6 +373,11 @@ const changes: fc.WeightedArbitrary<Op>[] = [
   { weight: 2, arbitrary: fc.record({ t: lit('load'), kind: fc.constantFrom(...KINDS), target: n, acq: fc.constantFrom('load' as const, 'find' as const), populate: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ t: lit('badValue'), which: fc.nat({ max: 1000 }), target: n, acq }) },
   { weight: 1, arbitrary: fc.record({ t: lit('badCreate'), which: fc.nat({ max: 1000 }), author: n }) },
+  // Remove a row that holds a unique value, and give that value to a new row or another one.
+  {
+    weight: 3,
+    arbitrary: fc.record({ t: lit('replaceByKey'), kind: fc.constantFrom('Author' as const, 'Tag' as const), target: n, acq, how: fc.constantFrom('create' as const, 'rename' as const), other: n }),
+  },
 ]
 
 const operation: fc.Arbitrary<Op> = fc.oneof(
@@ -420,6 +445,7 @@ async function createSetup(c: Ctx, s: Setup): Promise<void> {
 
 function uniqueValue(c: Ctx, kind: UniqueKind, choice: UniqueChoice): string {
   if ('fresh' in choice) return c.model.fresh(kind, choice.fresh)
+  if ('replace' in choice) return pick(c.model.replaceable(kind), choice.replace) ?? c.model.fresh(kind, 'replace')
   return pick(c.model.freed(kind), choice.reuse) ?? c.model.fresh(kind, 'reuse')
 }
 
@@ -431,6 +457,7 @@ function createAuthor(c: Ctx, data: { name: string; email: string | null; rating
   const obj = c.seg.em.create('Author', input as never) as unknown as Loose
   const h = c.model.handle('Author')
   remember(c, h, obj)
+  c.seg.keyPending.add(h)
   const v = { name: data.name, email: data.email, rating: data.rating ?? '0', createdAt: (obj.createdAt as Date).toISOString() }
   c.model.pending.rows.set(h, { kind: 'Author', v })
   log(c, `create ${h} ${show(input)}`)
@@ -470,6 +497,7 @@ function createTag(c: Ctx, name: string): Handle {
   const obj = c.seg.em.create('Tag', { name }) as unknown as Loose
   const h = c.model.handle('Tag')
   remember(c, h, obj)
+  c.seg.keyPending.add(h)
   c.model.pending.rows.set(h, { kind: 'Tag', v: { name } })
   log(c, `create ${h} ${show({ name })}`)
   return h
@@ -494,6 +522,7 @@ async function ensure(c: Ctx, kind: Kind, n: number): Promise<Handle> {
 function assign(c: Ctx, h: Handle, obj: Loose, field: string, value: unknown): void {
   obj[field] = value
   const row = c.model.pending.rows.get(h)!
+  if ((UNIQUE as Record<string, string>)[row.kind] === field) c.seg.keyPending.add(h)
   const ref = REF[row.kind]
   if (ref?.field === field) {
     row.v[field] = handleOf(c, value)
@@ -505,6 +534,7 @@ function assign(c: Ctx, h: Handle, obj: Loose, field: string, value: unknown): v
 
 async function remove(c: Ctx, h: Handle, mode: Acq): Promise<void> {
   const obj = await acquire(c, h, mode)
+  if (!c.seg.em.isLoaded(obj as never) && !c.seg.keyKnown.has(h)) c.seg.removedUnread.add(h)
   c.seg.em.remove(obj as never)
   c.seg.objs.delete(h)
   c.seg.removed.push(obj)
@@ -630,6 +660,19 @@ async function step(c: Ctx, op: Op): Promise<boolean> {
       }
       return true
     }
+    case 'replaceByKey': {
+      const field = UNIQUE[op.kind]
+      const h = pick(live(op.kind).filter((x) => model.committed.rows.get(x)?.v[field] === model.pending.rows.get(x)!.v[field] && typeof model.pending.rows.get(x)!.v[field] === 'string'), op.target)
+      if (!h) return false
+      const value = model.pending.rows.get(h)!.v[field] as string
+      log(c, `replace by key: remove ${h}, then ${op.how === 'create' ? 'a new' : 'another'} ${op.kind} takes ${field} ${show(value)}`)
+      await remove(c, h, op.acq)
+      const other = pick(live(op.kind), op.other)
+      if (op.how === 'rename' && other) assign(c, other, await acquire(c, other, op.acq), field, value)
+      else if (op.kind === 'Tag') createTag(c, value)
+      else createAuthor(c, { name: 'replacing', email: value })
+      return true
+    }
     case 'remove': {
       const h = pick(live(op.kind), op.target)
       if (!h) return false
@@ -734,7 +777,13 @@ async function step(c: Ctx, op: Op): Promise<boolean> {
 async function rolledBack(c: Ctx, op: Extract<Op, { t: 'rolledBack' }>): Promise<void> {
   const { model, seg } = c
   const pending = model.pending.clone()
-  const view = { objs: new Map(seg.objs), handles: new Map(seg.handles), touched: new Set(seg.touched), removed: [...seg.removed] }
+  const view = {
+    objs: new Map(seg.objs),
+    handles: new Map(seg.handles),
+    touched: new Set(seg.touched),
+    removed: [...seg.removed],
+    sets: [seg.removedUnread, seg.keyKnown, seg.keyPending].map((set) => [set, new Set(set)] as const),
+  }
   const marker = new Error('roll back')
   log(c, 'transaction {')
   const thrown = await seg.em
@@ -757,6 +806,10 @@ async function rolledBack(c: Ctx, op: Extract<Op, { t: 'rolledBack' }>): Promise
   seg.touched.clear()
   for (const h of view.touched) seg.touched.add(h)
   seg.removed.splice(0, seg.removed.length, ...view.removed)
+  for (const [set, was] of view.sets) {
+    set.clear()
+    for (const h of was) set.add(h)
+  }
   for (const [h, obj] of seg.objs) if (!model.ids.has(h)) expect(seg.em.idOf(obj as never), `id of ${h} after a rolled-back transaction`).toBeUndefined()
   await compareDatabase(c)
   checkLoaded(c)
@@ -847,6 +900,12 @@ interface Issues {
    * (NO ACTION); 'either': set on a reference never loaded, which the flush writes as it is.
    */
   readonly orphans: { child: Handle; parent: Handle; by: 'client' | 'server' | 'either' }[]
+  /**
+   * Live rows written with the unique value of a committed row removed here. Flushwave deletes that
+   * row first (replace by key) when it was read and no pending row refers to it, now or before this
+   * flush; otherwise the flush fails (a unique or foreign-key violation, or a client-side refusal).
+   */
+  readonly replaced: { kind: UniqueKind; value: string; holder: Handle; removed: Handle; clean: boolean }[]
 }
 
 function issues(c: Ctx): Issues {
@@ -872,7 +931,38 @@ function issues(c: Ctx): Issues {
       !before || before.v[ref.field] !== parent ? 'client' : c.seg.touched.has(child) && obj && !c.seg.em.isLoaded(obj as never) ? 'either' : 'server'
     orphans.push({ child, parent, by })
   }
-  return { unique, orphans }
+  const replaced: Issues['replaced'] = []
+  for (const kind of ['Author', 'Tag'] as const) {
+    const freedBy = new Map<string, Handle>()
+    for (const [h, row] of committed.rows) {
+      const value = row.v[UNIQUE[kind]]
+      if (row.kind === kind && !pending.rows.has(h) && typeof value === 'string') freedBy.set(value, h)
+    }
+    if (freedBy.size === 0) continue
+    for (const h of pending.live(kind)) {
+      const value = pending.rows.get(h)!.v[UNIQUE[kind]]
+      const removed = typeof value === 'string' ? freedBy.get(value) : undefined
+      if (removed === undefined) continue
+      // Rows removed here that refer to it (and to those, …) go first with it, as Flushwave does.
+      const group = new Set<Handle>([removed])
+      const refOf = (row: Row) => (REF[row.kind] ? (row.v[REF[row.kind]!.field] as Handle) : undefined)
+      for (let grew = true; grew; ) {
+        grew = false
+        for (const [x, row] of committed.rows) {
+          if (pending.rows.has(x) || group.has(x) || !group.has(refOf(row)!)) continue
+          group.add(x)
+          grew = true
+        }
+      }
+      const kinds = new Set([...group].map(kindOf))
+      const refersNow = [...pending.rows.values()].some((row) => group.has(refOf(row)!))
+      const referredBefore = [...committed.rows].some(([x, row]) => group.has(refOf(row)!) && pending.rows.has(x))
+      // A row removed here without its values read may refer to one of them unseen.
+      const unread = [...c.seg.removedUnread].some((x) => committed.rows.has(x) && !pending.rows.has(x) && (group.has(x) || kinds.has(REF[kindOf(x)]?.target as Kind)))
+      replaced.push({ kind, value: value as string, holder: h, removed, clean: !unread && !refersNow && !referredBefore })
+    }
+  }
+  return { unique, orphans, replaced }
 }
 
 type ErrorClass = abstract new (...args: never[]) => Error
@@ -880,11 +970,19 @@ type ErrorClass = abstract new (...args: never[]) => Error
 /** The errors a flush of the pending changes may throw, first to last in the pipeline; none: it succeeds. */
 function predict(c: Ctx): { errors: ErrorClass[]; constraints: string[]; why: string } | undefined {
   const { unique, orphans } = issues(c)
-  if (unique.length + orphans.length === 0) return undefined
+  const blocked = issues(c).replaced.filter((r) => !r.clean)
+  if (unique.length + orphans.length + blocked.length === 0) return undefined
   const why = [
     ...unique.map((u) => `${u.holders.join(', ')} share ${UNIQUE[u.kind]} ${show(u.value)}`),
     ...orphans.map((o) => `${o.child} refers to removed ${o.parent} (${o.by})`),
+    ...blocked.map((r) => `${r.holder} takes ${UNIQUE[r.kind]} ${show(r.value)} of removed ${r.removed}, which cannot go first`),
   ].join('; ')
+  if (blocked.length > 0 && !orphans.some((o) => o.by === 'client')) {
+    // Deleted first, the removed row trips a reference still in the table; kept last, its key clashes.
+    const refs = (['Book', 'Review'] as const).map((k) => `${TABLE[k]}_${REF[k]!.field}_id_fkey`)
+    const keys = [...unique.map((u) => u.kind), ...blocked.map((r) => r.kind)].map((k) => `${TABLE[k]}_${UNIQUE[k]}_key`)
+    return { errors: [EntityStateError, UniqueViolationError, ForeignKeyViolationError], constraints: [...keys, ...refs], why }
+  }
   if (orphans.some((o) => o.by === 'client')) return { errors: [EntityStateError], constraints: [], why }
   const errors: ErrorClass[] = orphans.some((o) => o.by === 'either') ? [EntityStateError] : []
   // Inserts and updates run before deletes: a unique violation comes first.
@@ -897,6 +995,7 @@ function predict(c: Ctx): { errors: ErrorClass[]; constraints: string[]; why: st
 }
 
 async function flushAndCheck(c: Ctx, op: { retry: boolean; fix: number }): Promise<void> {
+  for (const r of issues(c).replaced) tally(r.clean ? 'flush replacing by key' : 'flush whose replace by key is blocked')
   const expected = predict(c)
   if (expected) {
     await expectFailedFlush(c, expected)
@@ -957,6 +1056,13 @@ async function fix(c: Ctx, bits: number): Promise<void> {
       }
       continue
     }
+    const b = issues(c).replaced.find((r) => !r.clean)
+    if (b && orphans.length === 0) {
+      const value = model.fresh(b.kind, 'fixed')
+      log(c, `fix: ${b.holder}.${UNIQUE[b.kind]} = ${show(value)}`)
+      assign(c, b.holder, await acquire(c, b.holder, mode), UNIQUE[b.kind], value)
+      continue
+    }
     const o = orphans[0]
     if (!o) return
     const kind = kindOf(o.child)
@@ -998,6 +1104,8 @@ async function expectFlush(c: Ctx): Promise<void> {
   for (const [table, n] of Object.entries(counts.changed)) expect(result.updated[table] ?? 0, `FlushResult.updated.${table}`).toBeGreaterThanOrEqual(n)
   model.committed = model.pending.clone()
   c.seg.touched.clear()
+  for (const h of c.seg.keyPending) c.seg.keyKnown.add(h)
+  c.seg.keyPending.clear()
   await compareDatabase(c)
   checkLoaded(c)
 }
