@@ -6,7 +6,6 @@ import { STATE, type HasState } from './entity-state.js'
 import type { ChangeSet } from './change-set.js'
 import { flushCandidates, isDirty } from './dirty.js'
 import { flush, type FlushResult } from './flush.js'
-import { needingIds } from './change-set.js'
 import { MAX_HOOK_ROUNDS, type EntityHooks, type Hooks } from './hooks.js'
 import type { IdPool } from './id-pool.js'
 import { Loader } from './loader.js'
@@ -111,43 +110,9 @@ export class EntityManager<D extends SchemaDefs> {
     return value
   }
 
-  /**
-   * A new entity, inserted by the next flush. Defaults apply now; a uuid id is made now, and a
-   * sequence id is taken now when the id pool holds one (after `orm.warmUp()` or a first flush, it
-   * usually does): otherwise `em.assignIds()` or the flush assigns it.
-   */
+  /** A new entity, inserted by the next flush. Defaults apply now; a uuid id is made now. */
   create<K extends EntityName<D>>(name: K, data: CreateInput<D, K>): Entity<D, K> {
-    const meta = this.schema.meta(name)
-    const entity = this.uow.create(meta, data as Record<string, unknown>)
-    if (meta.id.strategy === 'sequence') {
-      const id = this.ids.takeNow(meta)
-      if (id !== undefined) this.uow.assignId(entity, id)
-    }
-    return entity as unknown as Entity<D, K>
-  }
-
-  /**
-   * Gives every new entity that has no id yet its sequence id, from the pool: one round trip when
-   * the pool runs short, none otherwise. Returns how many it assigned. Ids stay with their entities
-   * whatever happens to a later flush; an entity removed before its flush gives its id back.
-   */
-  async assignIds(): Promise<number> {
-    const needed = needingIds(this.uow.map.all())
-    if (needed.size === 0) return 0
-    const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
-    const inTransaction = this.uow.journal !== undefined
-    const { ids } = await this.ids.take(counts, (requests) => this.executor.nextIds(requests), { private: inTransaction })
-    let assigned = 0
-    for (const [meta, list] of needed) {
-      const taken = ids.get(meta)!
-      list.forEach((entity, i) => {
-        if (entity[STATE].id !== undefined || entity[STATE].status !== 'new') return this.ids.give(meta, [taken[i]!]) // assigned meanwhile
-        this.uow.changing(entity)
-        this.uow.assignId(entity, taken[i]!)
-        assigned++
-      })
-    }
-    return assigned
+    return this.uow.create(this.schema.meta(name), data as Record<string, unknown>) as unknown as Entity<D, K>
   }
 
   /**
@@ -219,12 +184,7 @@ export class EntityManager<D extends SchemaDefs> {
 
   /** Marks an entity for deletion by the next flush (a new one is simply dropped). */
   remove<K extends EntityName<D>>(entity: Entity<D, K>): void {
-    const state = this.uow.own(entity)
-    const unflushedId = state.status === 'new' && state.meta.id.strategy === 'sequence' ? state.id : undefined
     this.uow.remove(entity as unknown as HasState)
-    // A new entity dropped before its flush frees the id it took at create; inside a transaction a
-    // rollback may bring it back with that id, so there it is left unused instead.
-    if (unflushedId !== undefined && this.uow.journal === undefined) this.ids.give(state.meta, [String(unflushedId)])
   }
 
   /**
@@ -280,7 +240,7 @@ export class EntityManager<D extends SchemaDefs> {
     }
   }
 
-  /** The id: set at create for uuid and provided ids, and for sequence ids when the pool had one; else by `assignIds()` or the next flush. */
+  /** The id, or undefined for a new entity whose id the next flush assigns. */
   idOf<K extends EntityName<D>>(entity: Entity<D, K>): IdOf<D, K> | undefined {
     return this.uow.own(entity).id as IdOf<D, K> | undefined
   }

@@ -57,6 +57,5 @@ export function stateOf(entity: unknown): EntityState | undefined {
 }
 
 export function label(state: EntityState): string {
-  // A new entity may have its id already (from create): it is still "new" to the reader.
-  return state.id === undefined || state.status === 'new' ? `new ${state.meta.name}` : `${state.meta.name}#${String(state.id)}`
+  return state.id === undefined ? `new ${state.meta.name}` : `${state.meta.name}#${String(state.id)}`
 }

@@ -106,18 +106,6 @@ export class IdPool {
     })
   }
 
-  /**
-   * One id for a new entity at `em.create`, when the pool holds a spare one and no flush is waiting
-   * for ids (those come first); otherwise undefined, and the flush (or `em.assignIds()`) takes it.
-   */
-  takeNow(meta: EntityMeta): string | undefined {
-    const table = this.tables.get(meta)
-    if (this.queue.length > 0 || table === undefined || table.ranges.size === 0) return undefined
-    table.takenSinceFetch++
-    if (table.largestTake === 0) table.largestTake = 1
-    return table.ranges.take(1)[0]
-  }
-
   /** Returns ids of a flush that rolled back, so they are used next (they were never committed). */
   give(meta: EntityMeta, ids: readonly string[]): void {
     this.table(meta).ranges.giveBack(ids)

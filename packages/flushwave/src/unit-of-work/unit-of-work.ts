@@ -93,13 +93,6 @@ export class UnitOfWork implements CollectionFactory {
     return entity
   }
 
-  /** Gives a new entity the sequence id it will be inserted with (at create, or by `em.assignIds()`). */
-  assignId(entity: HasState, id: string): void {
-    const state = entity[STATE]
-    state.id = state.meta.id.type.fromDb(id)
-    this.map.register(entity)
-  }
-
   /** The entity for a row known by id only: the tracked one, or a new unloaded stub. */
   reference(meta: EntityMeta, id: unknown): HasState {
     const existing = this.map.get(meta, id)

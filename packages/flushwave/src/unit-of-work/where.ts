@@ -67,8 +67,7 @@ function toText(meta: EntityMeta, prop: string, column: ColumnRef, value: unknow
   if (column.field?.ref && typeof value === 'object' && value !== null) {
     const state = stateOf(value)
     if (!state || state.meta !== column.field.ref.target) throw new InvalidValueError(meta.name, prop, value, `expected a ${column.field.ref.target.name} or its id`)
-    // Not yet inserted (even with its id from create): no row refers to it, so the query could find nothing.
-    if (state.id === undefined || state.status === 'new') throw new EntityStateError(`${label(state)} is not inserted yet: flush it before using it in find()`)
+    if (state.id === undefined) throw new EntityStateError(`${label(state)} has no id yet: flush it before using it in find()`)
     value = state.id
   }
   const reason = column.type.check(value)

@@ -161,14 +161,13 @@ describe('flush', () => {
     const book = em2.create('Book', { title: 'atomic book', author })
     const clash = em2.create('Tag', { name: 'taken' })
     book.tags.add(clash)
-    const idAtCreate = em2.idOf(author) // from the pool when it held one, else undefined
 
     const error = await em2.flush().catch((e: unknown) => e)
     expect(error).toBeInstanceOf(UniqueViolationError)
     expect(error).toMatchObject({ code: '23505', table: 'tag', entity: 'Tag', constraint: 'tag_name_key' })
     expect((error as Error).message).toMatch(/insert Tag \(table tag\).*Key \(name\)=\(taken\) already exists.*nothing was committed/)
     expect(await Promise.all(['author', 'book', 'tag'].map(count))).toEqual(before)
-    expect(em2.idOf(author)).toBe(idAtCreate) // a failed flush gives back only the ids it took itself
+    expect(em2.idOf(author)).toBeUndefined()
 
     clash.name = 'not taken'
     const result: FlushResult = await em2.flush()

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { flushwave, UniqueViolationError } from '../../src/index.js'
+import { UniqueViolationError } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 
@@ -77,9 +77,7 @@ describe('pooled sequences', () => {
     // The README's migration for a pooled sequence.
     await db.sql.unsafe('alter table tag alter column id set increment by 1000')
     const before = db.queries.filter((q) => q.phase === 'allocate').length
-    // A Flushwave of its own: no tag ids pooled from the plain sequence before the migration.
-    const orm = flushwave({ schema: bookstore, executor: db.orm.executor })
-    const em = orm.em()
+    const em = db.orm.em()
     const tags = Array.from({ length: 4 }, (_, i) => em.create('Tag', { name: `pooled ${i}` }))
     await em.flush()
     const first = tags[0]!.id
@@ -88,7 +86,7 @@ describe('pooled sequences', () => {
     const [other] = await db.sql<{ id: number }[]>`insert into tag (name) values ('by hand') returning id::int`
     expect(other!.id).toBeGreaterThanOrEqual(first + 1000)
     // The spare ids of the block serve the next flushes without another fetch.
-    const em2 = orm.em()
+    const em2 = db.orm.em()
     const more = Array.from({ length: 100 }, (_, i) => em2.create('Tag', { name: `pooled more ${i}` }))
     await em2.flush()
     expect(more[0]!.id).toBe(first + 4)

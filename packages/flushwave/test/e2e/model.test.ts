@@ -197,8 +197,6 @@ interface Segment {
   readonly keyKnown: Set<Handle>
   /** Rows whose unique value was set here since the last successful flush (created, or assigned). */
   readonly keyPending: Set<Handle>
-  /** The id each entity created here had right after create (a sequence id when the pool had one). */
-  readonly createdIds: Map<Handle, unknown>
 }
 
 interface Ctx {
@@ -215,7 +213,7 @@ const tally = (key: string) => stats.set(key, (stats.get(key) ?? 0) + 1)
 
 function newSegment(c: { ems: number }): Segment {
   const n = ++c.ems
-  return { em: db.orm.em(), n, objs: new Map(), handles: new Map(), touched: new Set(), removed: [], removedUnread: new Set(), keyKnown: new Set(), keyPending: new Set(), createdIds: new Map() }
+  return { em: db.orm.em(), n, objs: new Map(), handles: new Map(), touched: new Set(), removed: [], removedUnread: new Set(), keyKnown: new Set(), keyPending: new Set() }
 }
 
 function log(c: Ctx, line: string): void {
@@ -459,7 +457,6 @@ function createAuthor(c: Ctx, data: { name: string; email: string | null; rating
   const obj = c.seg.em.create('Author', input as never) as unknown as Loose
   const h = c.model.handle('Author')
   remember(c, h, obj)
-  c.seg.createdIds.set(h, c.seg.em.idOf(obj as never))
   c.seg.keyPending.add(h)
   const v = { name: data.name, email: data.email, rating: data.rating ?? '0', createdAt: (obj.createdAt as Date).toISOString() }
   c.model.pending.rows.set(h, { kind: 'Author', v })
@@ -477,7 +474,6 @@ async function createBook(c: Ctx, data: { title: string; pages?: number | null |
   const obj = c.seg.em.create('Book', input as never) as unknown as Loose
   const h = c.model.handle('Book')
   remember(c, h, obj)
-  c.seg.createdIds.set(h, c.seg.em.idOf(obj as never))
   const v = { title: data.title, pages: data.pages ?? null, status: data.status ?? 'draft', meta: structuredClone(data.meta ?? null), author: data.author }
   c.model.pending.rows.set(h, { kind: 'Book', v })
   for (const t of data.tags) c.model.pending.links.add(`${h}>${t}`)
@@ -492,7 +488,6 @@ async function createReview(c: Ctx, data: { stars: number; body?: string | null 
   const obj = c.seg.em.create('Review', input as never) as unknown as Loose
   const h = c.model.handle('Review')
   remember(c, h, obj)
-  c.seg.createdIds.set(h, c.seg.em.idOf(obj as never))
   c.model.pending.rows.set(h, { kind: 'Review', v: { stars: data.stars, body: data.body ?? null, book: data.book } })
   log(c, `create ${h} ${show({ ...input, book: data.book })}`)
   return h
@@ -502,7 +497,6 @@ function createTag(c: Ctx, name: string): Handle {
   const obj = c.seg.em.create('Tag', { name }) as unknown as Loose
   const h = c.model.handle('Tag')
   remember(c, h, obj)
-  c.seg.createdIds.set(h, c.seg.em.idOf(obj as never))
   c.seg.keyPending.add(h)
   c.model.pending.rows.set(h, { kind: 'Tag', v: { name } })
   log(c, `create ${h} ${show({ name })}`)
@@ -816,8 +810,7 @@ async function rolledBack(c: Ctx, op: Extract<Op, { t: 'rolledBack' }>): Promise
     set.clear()
     for (const h of was) set.add(h)
   }
-  // Entities created before it have the id they had at create (none, or the one the pool gave them).
-  for (const [h, obj] of seg.objs) if (!model.ids.has(h)) expect(seg.em.idOf(obj as never), `id of ${h} after a rolled-back transaction`).toBe(seg.createdIds.get(h))
+  for (const [h, obj] of seg.objs) if (!model.ids.has(h)) expect(seg.em.idOf(obj as never), `id of ${h} after a rolled-back transaction`).toBeUndefined()
   await compareDatabase(c)
   checkLoaded(c)
 }
@@ -1033,8 +1026,8 @@ async function expectFailedFlush(c: Ctx, expected: NonNullable<ReturnType<typeof
   if (error instanceof EntityStateError) {
     expect(db.queries.slice(sent).filter((q) => q.phase === 'write'), 'an EntityStateError flush sends no write').toEqual([])
   }
-  // The EntityManager is as it was: new entities have the id they had at create (often none).
-  for (const [h, obj] of c.seg.objs) if (!c.model.ids.has(h)) expect(em.idOf(obj as never), `id of ${h} after a failed flush`).toBe(c.seg.createdIds.get(h))
+  // The EntityManager is as it was: new entities still have no id.
+  for (const [h, obj] of c.seg.objs) if (!c.model.ids.has(h)) expect(em.idOf(obj as never), `id of ${h} after a failed flush`).toBeUndefined()
   await compareDatabase(c)
   checkLoaded(c)
 }
