@@ -37,7 +37,7 @@ export function planFlush(
     const rows = inserts.get(entity)
     if (!rows) continue
     const { now, later } = breakCycles(entity, rows, newIds)
-    ops.push(insertOp(entity, now))
+    ops.push(insertOp(entity, rows.length > maxRows ? parentsFirst(entity, now) : now))
     if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined })
   }
   ops.push(...fixUps)
@@ -107,6 +107,36 @@ function breakCycles(
     return { ...row, values: row.values.map((v, i) => (changed.has(i) ? null : v)) }
   })
   return { now, later }
+}
+
+/**
+ * A self-referencing table's new rows, each after the new row it refers to: one INSERT is checked
+ * at its end, but a table split into several statements (more than `maxRows` rows) is checked
+ * statement by statement, and a row must not refer to one of a later chunk. Linear (Kahn's order);
+ * rows in a cycle (only possible through a deferrable reference, checked at COMMIT) keep their place
+ * after the others.
+ */
+function parentsFirst(entity: EntityMeta, rows: readonly RowInsert[]): readonly RowInsert[] {
+  const self = entity.fields.flatMap((f, i) => (f.ref?.target === entity ? [i] : []))
+  if (self.length === 0) return rows
+  const at = new Map(rows.map((r, i) => [r.id, i]))
+  const waiting = new Array<number>(rows.length).fill(0)
+  const children = new Map<number, number[]>()
+  rows.forEach((row, i) => {
+    for (const f of self) {
+      const parent = row.values[f] == null ? undefined : at.get(row.values[f]!)
+      if (parent === undefined || parent === i) continue
+      waiting[i]!++
+      const list = children.get(parent)
+      if (list) list.push(i)
+      else children.set(parent, [i])
+    }
+  })
+  const order: number[] = []
+  rows.forEach((_, i) => waiting[i] === 0 && order.push(i))
+  for (let k = 0; k < order.length; k++) for (const child of children.get(order[k]!) ?? []) if (--waiting[child]! === 0) order.push(child)
+  if (order.length < rows.length) rows.forEach((_, i) => waiting[i]! > 0 && order.push(i))
+  return order.map((i) => rows[i]!)
 }
 
 function insertOp(entity: EntityMeta, rows: readonly RowInsert[]): InsertOp {

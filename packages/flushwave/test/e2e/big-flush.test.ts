@@ -7,6 +7,7 @@ const schema = defineSchema({
   Parent: entity('parent', { id: t.id(), name: t.text() }),
   Child: entity('child', { id: t.id(), n: t.integer(), parent: t.manyToOne('Parent') }),
   Fixed: entity('fixed', { id: t.providedId(), label: t.text() }),
+  Node: entity('node', { id: t.id(), n: t.integer(), parent: t.manyToOne('Node').nullable() }),
 })
 
 let db: TestDatabase<typeof schema.defs>
@@ -47,6 +48,18 @@ describe('big flushes', () => {
     } finally {
       await narrow.end()
     }
+  })
+
+  it('splits a self-referencing table with each row after the row it refers to, so no chunk points at a later one', async () => {
+    const orm = flushwave({ schema, executor: db.orm.executor, maxRowsPerStatement: 10 })
+    const em = orm.em()
+    // A chain made child-first: node i points at node i + 1, created after it.
+    const nodes = Array.from({ length: 35 }, (_, i) => em.create('Node', { n: i, parent: null }))
+    nodes.forEach((node, i) => (node.parent = nodes[i + 1] ?? null))
+    const result = await em.flush()
+    expect(result).toMatchObject({ inserted: { node: 35 }, statements: 4 })
+    const rows = await db.sql`select c.n, p.n as parent from node c left join node p on p.id = c.parent_id order by c.n`
+    expect(rows).toEqual(nodes.map((_, i) => ({ n: i, parent: i + 1 < 35 ? i + 1 : null })))
   })
 
   it('takes ids the application provides, with no allocation', async () => {
