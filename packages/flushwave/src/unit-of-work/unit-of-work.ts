@@ -121,13 +121,7 @@ export class UnitOfWork implements CollectionFactory {
     this.changing(entity)
     const snapshot: Record<string, unknown> = { ...state.snapshot }
     meta.fields.forEach((field, i) => {
-      const raw = row[i + 1]
-      let value: unknown = null
-      let text: unknown = null
-      if (raw !== null && raw !== undefined) {
-        value = field.ref ? this.reference(field.ref.target, field.ref.target.id.type.fromDb(raw)) : field.type.fromDb(raw)
-        text = field.ref ? value : writeText(field.type, value)
-      }
+      const [value, text] = this.decode(field, row[i + 1])
       if (!(field.prop in snapshot)) snapshot[field.prop] = text
       if (field.prop in state.values) return
       state.values[field.prop] = value
@@ -139,15 +133,25 @@ export class UnitOfWork implements CollectionFactory {
     return entity
   }
 
+  /** A column of a row read: its value (a reference for a many-to-one) and its snapshot form. */
+  private decode(field: FieldMeta, raw: unknown): [value: unknown, text: unknown] {
+    if (raw === null || raw === undefined) return [null, null]
+    if (field.ref) {
+      const target = this.reference(field.ref.target, field.ref.target.id.type.fromDb(raw))
+      return [target, target]
+    }
+    const value = field.type.fromDb(raw)
+    return [value, writeText(field.type, value)]
+  }
+
   private refresh(entity: HasState, row: readonly unknown[]): void {
     const state = entity[STATE]
     this.changing(entity)
     const snapshot = state.snapshot ?? (state.snapshot = {})
     state.meta.fields.forEach((field, i) => {
-      const raw = row[i + 1]
-      const value = raw === null || raw === undefined ? null : field.ref ? this.reference(field.ref.target, field.ref.target.id.type.fromDb(raw)) : field.type.fromDb(raw)
+      const [value, text] = this.decode(field, row[i + 1])
       const keep = isChanged(state, field)
-      snapshot[field.prop] = field.ref || value === null ? value : writeText(field.type, value)
+      snapshot[field.prop] = text
       if (keep) return
       state.values[field.prop] = value
       if (field.ref) this.referrers.note(field, entity, value)
