@@ -6,6 +6,7 @@
  *   DURATION=10                    seconds (1..300)
  *   CONNECTIONS=10                 concurrent connections (1..256)
  *   PORT=3000                      the example's port
+ *   BOOKS=0                        only the first N published books (1: one hot book); 0 = all
  *
  * Prints requests per second, latency percentiles, status codes, and what the Server-Timing headers
  * said about the flushes (duration, round trips, retried attempts).
@@ -19,9 +20,11 @@ const handler = (process.env.HANDLER ?? 'review') as Handler
 const duration = Number(process.env.DURATION ?? 10)
 const connections = Number(process.env.CONNECTIONS ?? 10)
 const port = Number(process.env.PORT ?? 3000)
+const hot = Number(process.env.BOOKS ?? 0)
 if (!HANDLERS.includes(handler)) fail(`HANDLER must be one of ${HANDLERS.join(', ')}, got ${JSON.stringify(process.env.HANDLER)}`)
 if (!(Number.isInteger(duration) && duration >= 1 && duration <= 300)) fail(`DURATION must be 1..300 seconds, got ${JSON.stringify(process.env.DURATION)}`)
 if (!(Number.isInteger(connections) && connections >= 1 && connections <= 256)) fail(`CONNECTIONS must be 1..256, got ${JSON.stringify(process.env.CONNECTIONS)}`)
+if (!(Number.isInteger(hot) && hot >= 0)) fail(`BOOKS must be a whole number (0: all books), got ${JSON.stringify(process.env.BOOKS)}`)
 if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) fail(`PORT must be a port number, got ${JSON.stringify(process.env.PORT)}`)
 
 // Loopback only, whatever the environment says.
@@ -42,9 +45,10 @@ async function get<T>(path: string): Promise<T> {
   return (await response.json()) as T
 }
 
-const books = (await get<BookRow[]>('/books?published=true&limit=500')).filter((b) => b.published)
+const published = (await get<BookRow[]>('/books?published=true&limit=500')).filter((b) => b.published)
+const books = hot > 0 ? published.slice(0, hot) : published
 const customers = await get<CustomerRow[]>('/customers?limit=500')
-if (books.length < 2 || customers.length < 1) fail('the example has too few published books or customers: restart it so that it seeds')
+if (books.length < Math.min(2, hot || 2) || customers.length < 1) fail('the example has too few published books or customers: restart it so that it seeds')
 
 const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)]!
 const json = { 'content-type': 'application/json' }
@@ -69,6 +73,7 @@ const freeBook = (): number => {
 const flushMs: number[] = []
 const roundTrips = new Map<number, number>()
 let retried = 0
+let retries = 0 // attempts beyond the first, summed
 const statuses = new Map<number, number>()
 
 const errors = new Map<string, number>() // `409 stale version` → count
@@ -89,7 +94,10 @@ function onResponse(status: number, body: string, _context: object, headers: Rec
   if (!m) return
   flushMs.push(Number(m[1]))
   roundTrips.set(Number(m[2]), (roundTrips.get(Number(m[2])) ?? 0) + 1)
-  if (m[3]) retried++
+  if (m[3]) {
+    retried++
+    retries += Number(m[3]) - 1
+  }
 }
 
 const requests: autocannon.Request[] = {
@@ -146,7 +154,7 @@ const requests: autocannon.Request[] = {
 }[handler] as autocannon.Request[]
 
 const what = { review: 'POST /books/:id/reviews', checkout: 'POST /checkout', patch: 'PATCH /books/:id' }[handler]
-console.log(`${what} on ${base}: ${connections} connections for ${duration} s (${books.length} books, ${customers.length} customers)…`)
+console.log(`${what} on ${base}: ${connections} connections for ${duration} s (${books.length} books${hot > 0 ? ` of ${published.length}: ids ${books.map((b) => b.id).join(', ')}` : ''}, ${customers.length} customers)…`)
 if (handler === 'patch' && books.length < connections) console.log('note: fewer books than connections: some PATCHes will share a book, so expect 409s')
 
 const result = await autocannon({ url: base, connections, duration, timeout: 10, requests })
@@ -161,7 +169,7 @@ requests:   ${result.requests.total} in ${result.duration} s = ${result.requests
 latency:    p50 ${result.latency.p50} ms, p90 ${result.latency.p90} ms, p99 ${result.latency.p99} ms (avg ${result.latency.average.toFixed(1)}, max ${result.latency.max})
 status:     ${[...statuses.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`).join(', ') || '-'}${errors.size ? ` (${[...errors.entries()].map(([e, n]) => `${e}: ${n}`).join(', ')})` : ''}; connection errors ${result.errors}, timeouts ${result.timeouts}
 flushes:    ${flushed} with Server-Timing; duration p50 ${percentile(sortedFlush, 50).toFixed(1)} ms, p90 ${percentile(sortedFlush, 90).toFixed(1)} ms, p99 ${percentile(sortedFlush, 99).toFixed(1)} ms
-round trips per flush: ${trips.join(', ') || '-'}; responses after a retried conflict: ${retried}`)
+round trips per flush: ${trips.join(', ') || '-'}; responses after a retried conflict: ${retried} (${retries} retries)`)
 
 function fail(message: string): never {
   console.error(`load: ${message}`)
