@@ -83,6 +83,15 @@ export async function features(url: string): Promise<void> {
     await tx.flush()
   }) // commits here; if the callback throws, everything rolls back and the entities are as before
 
+  // ── atomic counters: added on the server, checking no version, so concurrent ones never conflict
+  const shopper = orm.em()
+  const [bob] = await shopper.find('Customer', { email: 'bob@example.com' })
+  if (bob) {
+    shopper.increment(bob, 'credit', 25) // `credit = credit + 25` inside the row's one UPDATE
+    await shopper.flush()
+    console.log('credit now', bob.credit) // read back from the row the UPDATE wrote
+  }
+
   // ── a retry policy: a unit of work that lost a race runs again on a fresh EntityManager ────────
   const { attempts } = await orm.unitOfWork(
     async (em) => {

@@ -1,3 +1,4 @@
+import type { Op } from '../plan/ops.js'
 import type { IdBlock, IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
 
@@ -51,6 +52,11 @@ export interface IdBlocks {
 export interface WriteOutcome {
   /** Rows affected by each statement, wave by wave. */
   readonly rowCounts: readonly (readonly number[])[]
+  /**
+   * The rows of each statement whose op returns them (`returnsRows`), as arrays in select-list
+   * order. Empty when recovered.
+   */
+  readonly returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>
   /** Network round trips waited on, counted from what the driver did (see each executor). */
   readonly roundTrips: number
   /** Shapes the connection had not prepared yet (sent with their Parse; see inline-prepare.ts). */

@@ -2,6 +2,7 @@ import { FlushError, FlushTimeoutError, FlushwaveError } from '../errors.js'
 import { renderEvidence } from '../sql/render-evidence.js'
 import { readNextIds, renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
+import { returnsRows, type Op } from '../plan/ops.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
 import { firstFailure, lost, unknownFailure } from './failures.js'
 import { Capture } from './capture.js'
@@ -117,7 +118,7 @@ export class NodePostgresExecutor implements Executor {
       if (failure !== undefined) throw failure
       const tag = (settled.at(-1) as PromiseFulfilledResult<PgResult>).value.command
       if (tag !== 'COMMIT') throw new FlushError(`COMMIT answered ${tag}; nothing was committed`, unknownFailure)
-      return { rowCounts: rowCounts(waves, settled.slice(2, -1)), roundTrips: 1, coldStatements: 0 }
+      return { ...results(waves, settled.slice(2, -1)), roundTrips: 1, coldStatements: 0 }
     } catch (error) {
       // A server error: the pipelined COMMIT came back as ROLLBACK, the transaction is over.
       if (error instanceof FlushwaveError) throw error
@@ -131,7 +132,7 @@ export class NodePostgresExecutor implements Executor {
         performance.now() + OUTCOME_BUDGET_MS,
         renderEvidence(waves),
       )
-      if (outcome === 'committed') return { rowCounts: [], roundTrips: 1, coldStatements: 0, recovered: { transactionId: flight.xid, cause: error } }
+      if (outcome === 'committed') return { rowCounts: [], returned: new Map(), roundTrips: 1, coldStatements: 0, recovered: { transactionId: flight.xid, cause: error } }
       throw lost(error, outcome, flight.xid, timedOut && this.timeoutMs)
     } finally {
       clearTimeout(timer)
@@ -151,12 +152,13 @@ export class NodePostgresExecutor implements Executor {
     const settled = await pipelined(client, () => Promise.allSettled(statements.map((s) => this.send(client, s))))
     const failure = firstFailure(settled, 0, statements, fromNodePostgres)
     if (failure !== undefined) throw failure instanceof FlushwaveError ? failure : lost(failure, 'rolled-back', undefined)
-    return { rowCounts: rowCounts(waves, settled), roundTrips: 1, coldStatements: 0 }
+    return { ...results(waves, settled), roundTrips: 1, coldStatements: 0 }
   }
 
   private send(client: PgClient, statement: WriteStatement): Promise<PgResult> {
     this.emit('write', statement)
-    return client.query(pgQuery(statement))
+    // Rows a flush reads back (new counter values) come as arrays, in select-list order.
+    return client.query(pgQuery(statement, returnsRows(statement.op) ? 'array' : undefined))
   }
 
   private emit(phase: QueryEvent['phase'], statement: Statement): void {
@@ -164,9 +166,20 @@ export class NodePostgresExecutor implements Executor {
   }
 }
 
-/** Rows affected per statement, wave by wave, from the settled answers of the statements in order. */
-function rowCounts(waves: readonly (readonly WriteStatement[])[], settled: readonly PromiseSettledResult<PgResult>[]): number[][] {
+/**
+ * Rows affected per statement, wave by wave, and the rows of statements that return them, from the
+ * settled answers of the statements in order.
+ */
+function results(waves: readonly (readonly WriteStatement[])[], settled: readonly PromiseSettledResult<PgResult>[]): Pick<WriteOutcome, 'rowCounts' | 'returned'> {
   let i = 0
-  return waves.map((wave) => wave.map(() => (settled[i++] as PromiseFulfilledResult<PgResult>).value.rowCount ?? 0))
+  const returned = new Map<Op, unknown[][]>()
+  const rowCounts = waves.map((wave) =>
+    wave.map((s) => {
+      const result = (settled[i++] as PromiseFulfilledResult<PgResult>).value
+      if (returnsRows(s.op)) returned.set(s.op, result.rows as unknown[][])
+      return result.rowCount ?? 0
+    }),
+  )
+  return { rowCounts, returned }
 }
 

@@ -75,7 +75,9 @@ export function flushError(error: ServerError, op: Op | undefined, cause: unknow
   if (stale && op) {
     const entity = entityOf(op) ?? tableOf(op)
     return new OptimisticLockError(
-      `flush failed: ${entity} ${stale.join(', ')} changed or deleted since it was loaded (stale version); nothing was committed`,
+      op.kind === 'update' && op.increments !== undefined
+        ? `flush failed: ${entity} ${stale.join(', ')} not found (deleted, or never there), or changed since it was loaded (stale version); nothing was committed`
+        : `flush failed: ${entity} ${stale.join(', ')} changed or deleted since it was loaded (stale version); nothing was committed`,
       { code: error.code, table: tableOf(op), entity: entityOf(op), constraint: undefined, detail: undefined },
       stale,
       { cause },

@@ -10,6 +10,7 @@ import { DEFAULT_FLUSH_TIMEOUT_MS, until, withDeadline } from './timeout.js'
 import { renderEvidence } from '../sql/render-evidence.js'
 import { readNextIds, renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
+import { returnsRows, type Op } from '../plan/ops.js'
 import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
 import { endsSession, flushError, isServerError } from './pg-error.js'
 import { firstFailure, lost, unknownFailure } from './failures.js'
@@ -195,6 +196,7 @@ export class PostgresJsExecutor implements Executor {
     let roundTrips = 0
     let coldStatements = 0
     const rowCounts: number[][] = waves.map(() => [])
+    const returned = new Map<Op, unknown[][]>()
     const timer = setTimeout(() => {
       timedOut = true
       reservation.terminate() // the pipeline below stops waiting at once
@@ -233,9 +235,10 @@ export class PostgresJsExecutor implements Executor {
           ended = last && settled[settled.length - 1]?.status === 'fulfilled'
           throw failure
         }
-        batch.statements.forEach((_, i) => {
-          const result = (settled[offset + i] as unknown as PromiseFulfilledResult<{ count: number }>).value
+        batch.statements.forEach((s, i) => {
+          const result = (settled[offset + i] as unknown as PromiseFulfilledResult<unknown[][] & { count: number }>).value
           rowCounts[batch.wave]!.push(result.count)
+          if (returnsRows(s.op)) returned.set(s.op, withoutLeadingHoles(result))
         })
         if (last) {
           ended = true
@@ -244,7 +247,7 @@ export class PostgresJsExecutor implements Executor {
         }
       }
       resetBackoff(this.sql)
-      return { rowCounts, roundTrips, coldStatements }
+      return { rowCounts, returned, roundTrips, coldStatements }
     } catch (error) {
       if (error instanceof FlushwaveError) {
         if (!ended && reservation.usable) await conn.unsafe('rollback').catch(() => undefined)
@@ -264,7 +267,7 @@ export class PostgresJsExecutor implements Executor {
         renderEvidence(waves),
       )
       if (outcome === 'committed' && commitSent) {
-        return { rowCounts: [], roundTrips, coldStatements, recovered: { transactionId: flight.xid, cause: error } }
+        return { rowCounts: [], returned: new Map(), roundTrips, coldStatements, recovered: { transactionId: flight.xid, cause: error } }
       }
       // Without COMMIT nothing can have committed, whatever the server could be asked.
       throw lost(error, commitSent && outcome === 'unknown' ? 'unknown' : 'rolled-back', flight.xid, timedOut && this.timeoutMs)
@@ -295,6 +298,7 @@ export class PostgresJsExecutor implements Executor {
     let roundTrips = 0
     let coldStatements = 0
     const rowCounts: number[][] = []
+    const returned = new Map<Op, unknown[][]>()
     for (const batch of this.batches(waves)) {
       const queries = batch.statements.map((s) => (this.emit('write', s), this.run(this.sql, s)))
       const settled = await Promise.allSettled(queries)
@@ -303,9 +307,13 @@ export class PostgresJsExecutor implements Executor {
       const failure = firstFailure(settled, 0, batch.statements)
       if (failure !== undefined) throw failure instanceof FlushwaveError ? failure : lost(failure, 'rolled-back', undefined)
       rowCounts[batch.wave] ??= []
-      settled.forEach((r) => rowCounts[batch.wave]!.push((r as PromiseFulfilledResult<{ count: number }>).value.count))
+      settled.forEach((r, i) => {
+        const result = (r as unknown as PromiseFulfilledResult<unknown[][] & { count: number }>).value
+        rowCounts[batch.wave]!.push(result.count)
+        if (returnsRows(batch.statements[i]!.op)) returned.set(batch.statements[i]!.op, withoutLeadingHoles(result))
+      })
     }
-    return { rowCounts, roundTrips, coldStatements }
+    return { rowCounts, returned, roundTrips, coldStatements }
   }
 
   /**
@@ -333,7 +341,9 @@ export class PostgresJsExecutor implements Executor {
     const params = statement.params.map((p) => sql.typed(p as never, TEXT_OID))
     // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
     // Every parameter is typed here, so a new shape needs no describe wait (inline-prepare.ts).
-    return prepareInline(sql.unsafe(statement.text, params as never[], { prepare: true }))
+    const query = prepareInline(sql.unsafe<Row[]>(statement.text, params as never[], { prepare: true }))
+    // Rows a flush reads back (new counter values) come as arrays, in select-list order.
+    return 'op' in statement && returnsRows((statement as WriteStatement).op) ? (query.values() as unknown as PendingQuery<Row[]>) : query
   }
 
   private emit(phase: QueryEvent['phase'], statement: Statement): void {

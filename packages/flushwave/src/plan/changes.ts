@@ -28,6 +28,11 @@ export interface RowUpdate {
   readonly changed: ReadonlyMap<number, Text>
   /** The version the row must still have, for entities with a version field. */
   readonly version?: Text
+  /**
+   * Deltas to add on the server, by index into `entity.fields` (counter fields only). A row with
+   * increments and no other change checks no version: adding commutes with concurrent writers.
+   */
+  readonly increments?: ReadonlyMap<number, Text>
 }
 
 export interface RowDelete {

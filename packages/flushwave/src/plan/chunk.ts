@@ -19,7 +19,13 @@ export function chunk(op: Op, maxRows: number): Op[] {
         out.push({ ...op, ids: part(op.ids), columns: op.columns.map(part) })
         break
       case 'update':
-        out.push({ ...op, ids: part(op.ids), columns: op.columns.map((c) => ({ values: part(c.values), set: part(c.set) })), versions: op.versions && part(op.versions) })
+        out.push({
+          ...op,
+          ids: part(op.ids),
+          columns: op.columns.map((c) => ({ values: part(c.values), set: part(c.set) })),
+          versions: op.versions && part(op.versions),
+          increments: op.increments?.map(part),
+        })
         break
       case 'delete':
         out.push({ ...op, ids: part(op.ids), versions: op.versions && part(op.versions) })

@@ -33,8 +33,13 @@ export interface UpdateOp {
   readonly ids: readonly string[]
   /** Per field: the new value per row, and whether that row sets it (unchanged fields keep the row's value). */
   readonly columns: readonly { readonly values: readonly Text[]; readonly set: readonly boolean[] }[]
-  /** Expected versions, one per row, when the entity has a version field. */
+  /** Expected versions, one per row, when the entity has a version field (null: not checked). */
   readonly versions: readonly Text[] | undefined
+  /**
+   * When some row has increments: per counter field (`counterFields(entity)`), the delta per row
+   * (null for none). The statement then adds them and returns every row's counters and version.
+   */
+  readonly increments: readonly (readonly Text[])[] | undefined
 }
 
 export interface DeleteOp {
@@ -118,8 +123,14 @@ export function rowCount(op: Op): number {
 
 /**
  * Whether the server's row count is the op's: a version-checked statement is a SELECT over a
- * data-modifying CTE (one row), and it only succeeds when every row was written.
+ * data-modifying CTE (one row), and it only succeeds when every row was written; with increments
+ * it returns the written rows themselves.
  */
 export function serverCountsRows(op: Op): boolean {
-  return !('versions' in op && op.versions)
+  return !('versions' in op && op.versions) || (op.kind === 'update' && op.increments !== undefined)
+}
+
+/** Whether the op's statement returns rows the flush reads: an update with increments (new counter values). */
+export function returnsRows(op: Op): boolean {
+  return op.kind === 'update' && op.increments !== undefined
 }

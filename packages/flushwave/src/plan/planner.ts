@@ -1,3 +1,4 @@
+import { counterFields } from '../schema/counters.js'
 import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
 import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate, Text } from './changes.js'
 import { cascade, purgeOps } from './cascade.js'
@@ -38,7 +39,7 @@ export function planFlush(
     if (!rows) continue
     const { now, later } = breakCycles(entity, rows, newIds)
     ops.push(insertOp(entity, rows.length > maxRows ? parentsFirst(entity, now) : now))
-    if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined })
+    if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined, increments: undefined })
   }
   ops.push(...fixUps)
   const linkAdds = byLink(changes.linkAdds)
@@ -149,6 +150,7 @@ function insertOp(entity: EntityMeta, rows: readonly RowInsert[]): InsertOp {
 }
 
 function updateOp(entity: EntityMeta, rows: readonly RowUpdate[]): UpdateOp {
+  const counting = rows.some((r) => r.increments !== undefined)
   return {
     kind: 'update',
     entity,
@@ -158,6 +160,12 @@ function updateOp(entity: EntityMeta, rows: readonly RowUpdate[]): UpdateOp {
       set: rows.map((r) => r.changed.has(i)),
     })),
     versions: entity.version ? rows.map((r) => r.version ?? null) : undefined,
+    increments: counting
+      ? counterFields(entity).map((f) => {
+          const i = entity.fields.indexOf(f)
+          return rows.map((r): Text => r.increments?.get(i) ?? null)
+        })
+      : undefined,
   }
 }
 

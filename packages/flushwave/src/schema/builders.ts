@@ -69,18 +69,23 @@ export interface ManyToManySpec {
 
 export type PropSpec = ColumnSpec | IdSpec | ManyToOneSpec | OneToManySpec | ManyToManySpec
 
-export class Column<T, N extends boolean = false, D extends boolean = false> {
+/**
+ * A column property. `C` marks the number columns (integer, bigint, numeric) that `em.increment`
+ * can add to; types tell them apart from other columns of the same JS type (numeric from text).
+ */
+export class Column<T, N extends boolean = false, D extends boolean = false, C extends boolean = false> {
   declare readonly _value: T
   declare readonly _nullable: N
   declare readonly _hasDefault: D
+  declare readonly _counter: C
   constructor(readonly spec: ColumnSpec) {}
 
-  nullable(): Column<T, true, D> {
+  nullable(): Column<T, true, D, C> {
     return new Column({ ...this.spec, nullable: true })
   }
 
   /** A client-side default: applied by `em.create`, and written into emitted DDL when it is a literal. */
-  default(value: T | (() => T)): Column<T, N, true> {
+  default(value: T | (() => T)): Column<T, N, true, C> {
     // An object default (a JSON document, a Date) is copied for each entity: sharing one would let
     // a change made in place to one entity's value show in every other's.
     const make = typeof value === 'function' ? (value as () => T) : typeof value === 'object' && value !== null ? () => structuredClone(value) : () => value
@@ -88,12 +93,12 @@ export class Column<T, N extends boolean = false, D extends boolean = false> {
     return new Column({ ...this.spec, default: { make, sql } })
   }
 
-  unique(): Column<T, N, D> {
+  unique(): Column<T, N, D, C> {
     return new Column({ ...this.spec, unique: true })
   }
 
   /** Database column name, when it is not the snake_case of the property. */
-  column(name: string): Column<T, N, D> {
+  column(name: string): Column<T, N, D, C> {
     return new Column({ ...this.spec, column: name })
   }
 
@@ -182,13 +187,13 @@ export class ManyToMany<Target extends string> {
 }
 
 export type AnyProp =
-  | Column<unknown, boolean, boolean>
+  | Column<unknown, boolean, boolean, boolean>
   | Id<unknown, IdStrategy>
   | ManyToOne<string, boolean, boolean>
   | OneToMany<string, string>
   | ManyToMany<string>
 
-function column<T>(type: ColumnType<T>, enumValues?: readonly string[]): Column<T> {
+function column<T, C extends boolean = false>(type: ColumnType<T>, enumValues?: readonly string[]): Column<T, false, false, C> {
   return new Column({
     kind: 'column',
     type: type as ColumnType<unknown>,
@@ -245,9 +250,9 @@ export const t = {
   uuidId: (): Id<string, 'uuid'> =>
     new Id({ kind: 'id', type: types.uuid as ColumnType<unknown>, strategy: 'uuid', column: undefined }),
   text: (): Column<string> => column(types.text),
-  integer: (): Column<number> => column(types.integer),
-  bigint: (): Column<bigint> => column(types.bigint),
-  numeric: (): Column<string> => column(types.numeric),
+  integer: (): Column<number, false, false, true> => column(types.integer),
+  bigint: (): Column<bigint, false, false, true> => column(types.bigint),
+  numeric: (): Column<string, false, false, true> => column(types.numeric),
   boolean: (): Column<boolean> => column(types.boolean),
   timestamptz: (): Timestamp => new Timestamp(column(types.timestamptz).spec),
   jsonb: <T = unknown>(): Column<T> => column(types.jsonb<T>()),

@@ -20,6 +20,11 @@ export interface ColumnType<T> {
    * than date text (62,000 values: 14 ms against 41 ms), `decode` turning each back in SQL.
    */
   readonly wire?: Wire<T>
+  /**
+   * Set on the number types that counters (`em.increment`) can add to: the exact sum of two
+   * deltas, so that several increments of one property before a flush travel as one.
+   */
+  readonly add?: (a: T, b: T) => T
 }
 
 export interface Wire<T> {
@@ -83,6 +88,7 @@ export const integer: ColumnType<number> = {
   toText: (v) => String(v),
   fromDb: (raw) => Number(raw),
   selectExpr: plain,
+  add: (a, b) => a + b,
 }
 
 export const bigint: ColumnType<bigint> = {
@@ -92,6 +98,7 @@ export const bigint: ColumnType<bigint> = {
   toText: (v) => v.toString(),
   fromDb: (raw) => BigInt(raw as string | number | bigint),
   selectExpr: plain,
+  add: (a, b) => a + b,
 }
 
 /** Sequence-backed int8 ids, exposed as JS numbers: exact up to 2^53, far beyond any sequence in practice. */
@@ -117,6 +124,31 @@ export const numeric: ColumnType<string> = {
   toText: (v) => String(v),
   fromDb: (raw) => String(raw),
   selectExpr: (c) => `${c}::text`,
+  add: (a, b) => addDecimals(String(a), String(b)),
+}
+
+/** A checked decimal (see numericProblem) as digits × 10^-scale, exactly. */
+function scaled(s: string): { digits: bigint; scale: number } {
+  const m = NUMERIC.exec(s)!
+  const fraction = m[2] ?? m[3] ?? ''
+  let digits = BigInt((m[1] ?? '') + fraction || '0')
+  let scale = fraction.length - (m[4] === undefined ? 0 : Number(m[4]))
+  if (scale < 0) {
+    digits *= 10n ** BigInt(-scale)
+    scale = 0
+  }
+  return { digits: s.startsWith('-') ? -digits : digits, scale }
+}
+
+/** The exact sum of two decimal strings, as a plain decimal string (no exponent). */
+function addDecimals(a: string, b: string): string {
+  const x = scaled(a)
+  const y = scaled(b)
+  const scale = Math.max(x.scale, y.scale)
+  const sum = x.digits * 10n ** BigInt(scale - x.scale) + y.digits * 10n ** BigInt(scale - y.scale)
+  if (scale === 0) return sum.toString()
+  const text = (sum < 0n ? -sum : sum).toString().padStart(scale + 1, '0')
+  return `${sum < 0n ? '-' : ''}${text.slice(0, -scale)}.${text.slice(-scale)}`
 }
 
 export const boolean: ColumnType<boolean> = {

@@ -12,7 +12,7 @@ type PropsOf<D extends SchemaDefs, K extends EntityName<D>> = D[K] extends Entit
 type Nullable<T, N> = N extends true ? T | null : T
 
 type WritableValue<D extends SchemaDefs, P> =
-  P extends Column<infer T, infer N, boolean>
+  P extends Column<infer T, infer N, boolean, boolean>
     ? Nullable<T, N>
     : P extends ManyToOne<infer Target, infer N, boolean>
       ? Target extends EntityName<D>
@@ -29,7 +29,7 @@ type ReadonlyValue<D extends SchemaDefs, P> =
         : never
       : never
 
-type WritableKeys<P> = { [F in keyof P]: P[F] extends Column<unknown, boolean, boolean> | ManyToOne<string, boolean, boolean> ? F : never }[keyof P]
+type WritableKeys<P> = { [F in keyof P]: P[F] extends Column<unknown, boolean, boolean, boolean> | ManyToOne<string, boolean, boolean> ? F : never }[keyof P]
 
 /**
  * The object type of entity `K`: columns and many-to-one references are assignable properties, the
@@ -55,13 +55,13 @@ export type IdOf<D extends SchemaDefs, K extends EntityName<D>> = {
 }[keyof PropsOf<D, K>]
 
 type RequiredOnCreate<P> = {
-  [F in keyof P]: P[F] extends Column<unknown, false, false> | ManyToOne<string, false, false> | Id<unknown, 'provided'> ? F : never
+  [F in keyof P]: P[F] extends Column<unknown, false, false, boolean> | ManyToOne<string, false, false> | Id<unknown, 'provided'> ? F : never
 }[keyof P]
 
 type OptionalOnCreate<P> = {
   [F in keyof P]: P[F] extends
-    | Column<unknown, true, boolean>
-    | Column<unknown, boolean, true>
+    | Column<unknown, true, boolean, boolean>
+    | Column<unknown, boolean, true, boolean>
     | ManyToOne<string, true, boolean>
     | ManyToOne<string, boolean, true>
     | Id<unknown, 'uuid'>
@@ -103,7 +103,7 @@ export interface Comparison<T> {
 }
 
 type FilterValue<D extends SchemaDefs, P> =
-  P extends Column<infer T, infer N, boolean>
+  P extends Column<infer T, infer N, boolean, boolean>
     ? Nullable<T, N> | (Comparison<T> & (T extends string ? { like?: string } : unknown))
     : P extends ManyToOne<infer Target, infer N, boolean>
       ? Target extends EntityName<D>
@@ -134,3 +134,13 @@ export type RelationName<D extends SchemaDefs, K extends EntityName<D>> = {
     : never
 }[keyof PropsOf<D, K>] &
   string
+
+/** Names of K's counter properties: its integer, bigint and numeric columns, for `em.increment`. */
+export type CounterName<D extends SchemaDefs, K extends EntityName<D>> = {
+  [F in keyof PropsOf<D, K>]: PropsOf<D, K>[F] extends Column<unknown, boolean, boolean, true> ? F : never
+}[keyof PropsOf<D, K>] &
+  string
+
+/** What `em.increment` adds to counter F of K: a number, a bigint, or a decimal string. */
+export type CounterDelta<D extends SchemaDefs, K extends EntityName<D>, F extends CounterName<D, K>> =
+  PropsOf<D, K>[F] extends Column<infer T, boolean, boolean, true> ? T : never

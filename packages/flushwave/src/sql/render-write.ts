@@ -1,5 +1,6 @@
 import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type UnlinkCycleOp, type DeleteOp, type InsertOp, type LinkDeleteOp, type LinkInsertOp, type LinkPurgeOp, type Op, type RowSet, type UpdateOp } from '../plan/ops.js'
 import type { Plan } from '../plan/plan.js'
+import { counterFields } from '../schema/counters.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
 import { quoteIdent } from './quote.js'
@@ -57,7 +58,9 @@ const decoded = (f: FieldMeta, expr: string): string => (f.type.wire ? f.type.wi
 
 function renderUpdate(op: UpdateOp) {
   const e = op.entity
-  // d(k, v1, s1, v2, s2, …): the key, then per field its new value and whether this row sets it.
+  const counters = op.increments === undefined ? [] : counterFields(e)
+  // d(k, v1, s1, v2, s2, …, i1, i2, …): the key, then per field its new value and whether this row
+  // sets it, then per counter field the delta to add (with increments only).
   const sets: string[] = []
   const arrays = [`$1::${e.id.type.sqlType}[]`]
   const aliases = ['k']
@@ -65,11 +68,19 @@ function renderUpdate(op: UpdateOp) {
   e.fields.forEach((f, i) => {
     if (f.version) return
     const n = params.length
-    sets.push(`${f.quoted} = case when d.s${i + 1} then ${decoded(f, `d.v${i + 1}`)} else t.${f.quoted} end`)
+    const value = `case when d.s${i + 1} then ${decoded(f, `d.v${i + 1}`)} else t.${f.quoted} end`
+    const c = counters.indexOf(f)
+    sets.push(`${f.quoted} = ${c < 0 ? value : `(${value}) + coalesce(d.i${c + 1}, 0)`}`)
     arrays.push(`$${n + 1}::${wireType(f)}[]`, `$${n + 2}::bool[]`)
     aliases.push(`v${i + 1}`, `s${i + 1}`)
     params.push(arrayLiteral(op.columns[i]!.values), boolArrayLiteral(op.columns[i]!.set))
   })
+  counters.forEach((f, c) => {
+    arrays.push(`$${params.length + 1}::${f.type.sqlType}[]`)
+    aliases.push(`i${c + 1}`)
+    params.push(arrayLiteral(op.increments![c]!))
+  })
+  if (op.increments !== undefined) return renderCounting(op, counters, sets, arrays, aliases, params)
   if (!op.versions || !e.version) {
     return {
       text:
@@ -88,6 +99,37 @@ function renderUpdate(op: UpdateOp) {
       `w as (update ${e.quotedTable} as t set ${[...sets, `${v.quoted} = t.${v.quoted} + 1`].join(', ')} ` +
       `from d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` +
       staleCheck(e.table),
+    params,
+  }
+}
+
+/**
+ * An update that adds increments returns, per row written, its id (as text), every counter and the
+ * version: the flush sets them on the entities. Rows whose version is null check none (an increment
+ * alone commutes with concurrent writers) but still advance it. A row not found fails the statement
+ * as a stale version does. The check is the left join's outer side, and the join condition reads
+ * its value: so it runs even when no row was written, and the planner cannot drop it as unused.
+ */
+function renderCounting(op: UpdateOp, counters: readonly FieldMeta[], sets: string[], arrays: string[], aliases: string[], params: string[]) {
+  const e = op.entity
+  const v = e.version
+  const returning = [`t.${e.id.quoted} as k`, ...counters.map((f, c) => `${f.type.selectExpr(`t.${f.quoted}`)} as c${c + 1}`)]
+  const columns = ['w.k::text', ...counters.map((_, c) => `w.c${c + 1}`)]
+  let where = `t.${e.id.quoted} = d.k`
+  if (v) {
+    arrays.push(`$${params.length + 1}::${v.type.sqlType}[]`)
+    aliases.push('ver')
+    params.push(arrayLiteral(op.versions ?? op.ids.map(() => null)))
+    sets.push(`${v.quoted} = t.${v.quoted} + 1`)
+    where += ` and (d.ver is null or t.${v.quoted} = d.ver)`
+    returning.push(`t.${v.quoted} as ver`)
+    columns.push('w.ver')
+  }
+  return {
+    text:
+      `with d as (select * from unnest(${arrays.join(', ')}) as d(${aliases.join(', ')})), ` +
+      `w as (update ${e.quotedTable} as t set ${sets.join(', ')} from d where ${where} returning ${returning.join(', ')}) ` +
+      `select ${columns.join(', ')} from (${staleCheck(e.table)}) as x(stale) left join w on x.stale is null`,
     params,
   }
 }

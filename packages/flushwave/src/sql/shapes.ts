@@ -1,6 +1,7 @@
 import { planFlush } from '../plan/planner.js'
 import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate } from '../plan/changes.js'
 import type { Op, RowSet } from '../plan/ops.js'
+import { counterFields } from '../schema/counters.js'
 import type { Schema } from '../schema/define.js'
 import { renderNextIds } from './render-ids.js'
 import { renderLoadByIds, renderLoadByReference, renderLoadLinks } from './render-select.js'
@@ -36,6 +37,14 @@ export function allShapes(schema: Schema): Statement[] {
         for (const op of wave.ops) if (op.kind === 'update') add(renderOp(empty({ ...op, versions: undefined })))
       }
     }
+    // Updates that add increments (atomic counters) have a shape of their own.
+    const counters = counterFields(entity)
+    if (counters.length > 0) {
+      const increments = new Map(counters.map((f) => [entity.fields.indexOf(f), '0']))
+      for (const wave of planFlush({ ...changes, inserts: [], deletes: [], updates: [{ ...row, changed: new Map(), increments }] }, order).waves) {
+        for (const op of wave.ops) if (op.kind === 'update') add(renderOp(empty(op)))
+      }
+    }
     add(renderLoadByIds(entity, []))
     for (const rel of entity.oneToMany) add(renderLoadByReference(rel.target, rel.inverse, []))
     for (const link of entity.manyToMany) add(renderLoadLinks(link, []))
@@ -50,7 +59,7 @@ function empty(op: Op): Op {
     case 'insert':
       return { ...op, ids: [], columns: op.columns.map(() => []) }
     case 'update':
-      return { ...op, ids: [], columns: op.columns.map(() => ({ values: [], set: [] })), versions: op.versions && [] }
+      return { ...op, ids: [], columns: op.columns.map(() => ({ values: [], set: [] })), versions: op.versions && [], increments: op.increments?.map(() => []) }
     case 'delete':
       return { ...op, ids: [], versions: op.versions && [] }
     case 'link-insert':

@@ -18,6 +18,11 @@ export interface ChangeSet {
   /** Loaded entities whose reference a `'set null'` cascade clears. */
   readonly nulled: readonly (readonly [HasState, FieldMeta])[]
   readonly collections: readonly ManyToManyCollection[]
+  /**
+   * The pending increments this flush sends, by entity (in `written` too). The flush takes them off
+   * the entities when it sends them, and puts them back if the flush fails.
+   */
+  readonly counted: ReadonlyMap<HasState, ReadonlyMap<FieldMeta, unknown>>
 }
 
 /** New sequence-id entities among `entities`: they need ids from the pool before the changes can be computed. */
@@ -63,6 +68,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const inserted: HasState[] = []
   const deleted: HasState[] = []
   const collections: ManyToManyCollection[] = []
+  const counted = new Map<HasState, ReadonlyMap<FieldMeta, unknown>>()
 
   for (const entity of candidates) {
     const state = entity[STATE]
@@ -94,14 +100,20 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
         changed.set(i, text)
         snapshot[field.prop] = field.ref ? value : text
       })
+      // Counters and the version of a row with increments are read back from the UPDATE.
+      const increments = state.increments && incrementTexts(meta, state.increments)
+      if (increments) counted.set(entity, state.increments!)
       if (changed.size > 0) {
         if (meta.version) {
           const version = expectedVersion(state)
-          snapshot[meta.version.prop] = String(Number(version) + 1)
-          updates.push({ entity: meta, id: idText(state, entity), changed, version })
+          if (!increments) snapshot[meta.version.prop] = String(Number(version) + 1)
+          updates.push({ entity: meta, id: idText(state, entity), changed, version, ...(increments && { increments }) })
         } else {
-          updates.push({ entity: meta, id: idText(state, entity), changed })
+          updates.push({ entity: meta, id: idText(state, entity), changed, ...(increments && { increments }) })
         }
+        written.set(entity, snapshot)
+      } else if (increments) {
+        updates.push({ entity: meta, id: idText(state, entity), changed, increments })
         written.set(entity, snapshot)
       }
     }
@@ -124,7 +136,17 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const replaced = deletes.length > 0 && written.size > 0 ? replacedKeys(deleted, written.keys(), fieldText, idText) : undefined
   const ordered = replaced === undefined ? deletes : deletes.map((d, i) => (replaced.has(deleted[i]!) ? { ...d, first: true as const } : d))
   const nulled = deleted.length > 0 ? cascadeInMemory(map, deleted) : []
-  return { changes: { inserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections }
+  return { changes: { inserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections, counted }
+}
+
+/** Pending deltas as the UPDATE's text values, by index into `meta.fields`. */
+function incrementTexts(meta: EntityMeta, increments: ReadonlyMap<FieldMeta, unknown>): Map<number, Text> | undefined {
+  if (increments.size === 0) return undefined
+  const out = new Map<number, Text>()
+  meta.fields.forEach((field, i) => {
+    if (increments.has(field)) out.set(i, writeText(field.type, increments.get(field)))
+  })
+  return out
 }
 
 /**

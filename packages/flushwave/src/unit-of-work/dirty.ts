@@ -19,7 +19,7 @@ export function isChanged(state: EntityState, field: FieldMeta): boolean {
 export function isDirty(state: EntityState): boolean {
   if (state.status === 'new' || state.status === 'removed') return true
   if (state.status !== 'managed' && state.status !== 'stub') return false
-  return state.meta.fields.some((f) => isChanged(state, f))
+  return state.increments !== undefined || state.meta.fields.some((f) => isChanged(state, f))
 }
 
 /**

@@ -71,6 +71,8 @@ function classFor(meta: EntityMeta): EntityClass {
         checkValue(state, field, value)
         ;(state.owner as CollectionFactory).changing(this)
         state.values[field.prop] = value
+        // An assigned value replaces what was pending: the flush writes exactly it.
+        if (state.increments?.delete(field) && state.increments.size === 0) state.increments = undefined
         state.touched = true
         if (field.ref) (state.owner as CollectionFactory).noteReference(field, this, value)
       },

@@ -1,7 +1,7 @@
 import type { Executor } from '../drivers/executor.js'
 import { EntityStateError, FlushError, FlushwaveError, InvalidValueError, NotFoundError } from '../errors.js'
 import type { Schema, SchemaDefs } from '../schema/define.js'
-import type { AssignInput, CreateInput, Entity, EntityName, IdOf, OrderBy, RelationName, Where } from '../schema/infer.js'
+import type { AssignInput, CounterDelta, CounterName, CreateInput, Entity, EntityName, IdOf, OrderBy, RelationName, Where } from '../schema/infer.js'
 import { STATE, type HasState } from './entity-state.js'
 import type { ChangeSet } from './change-set.js'
 import { flushCandidates, isDirty } from './dirty.js'
@@ -143,6 +143,20 @@ export class EntityManager<D extends SchemaDefs> {
   assign<K extends EntityName<D>>(entity: Entity<D, K>, data: AssignInput<D, K>): Entity<D, K> {
     this.uow.assign(entity as unknown as HasState, data as Record<string, unknown>)
     return entity
+  }
+
+  /**
+   * Adds `by` to a number column (integer, bigint, numeric) on the server: the next flush sends
+   * `col = col + by` in its pipeline, merged into the row's UPDATE with its other changes, and sets
+   * the column's new value (and the version) from the row it wrote. Works on a reference
+   * (`em.ref`) without reading the row; checks no version (adding commutes), though the row's
+   * version still advances. Increments of one property add up until the flush; assigning the
+   * property replaces them. A row that is gone fails the flush (OptimisticLockError), and a CHECK
+   * the new value breaks fails it as CheckViolationError naming the constraint. On a new entity it
+   * adds to the value its INSERT will write.
+   */
+  increment<K extends EntityName<D>, F extends CounterName<D, K>>(entity: Entity<D, K>, prop: F, by: CounterDelta<D, K, F>): void {
+    this.uow.increment(entity as unknown as HasState, prop, by)
   }
 
   /** A reference to a row by id, without reading it: set it on a many-to-one, or remove it. */

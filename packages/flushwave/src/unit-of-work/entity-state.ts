@@ -1,4 +1,4 @@
-import type { EntityMeta } from '../schema/meta.js'
+import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 
 /**
  * - new: created in this EntityManager, not yet inserted;
@@ -36,6 +36,11 @@ export interface EntityState {
   touched: boolean
   /** Dates of the snapshot, for a cheap in-place-change check (see pinDates). */
   pins: (DatePin | undefined)[] | undefined
+  /**
+   * Pending `em.increment` deltas of a managed entity or a stub, by field: added on the server
+   * (`col = col + delta`) by the next flush, which reads the new values back. Undefined when none.
+   */
+  increments: Map<FieldMeta, unknown> | undefined
   /** Collection objects by property, made on first access (most entities never have one). */
   collections: Map<string, unknown> | undefined
 }

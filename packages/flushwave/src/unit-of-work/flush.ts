@@ -1,13 +1,17 @@
 import type { Executor, Recovery } from '../drivers/executor.js'
 import { ConnectionLostError, FlushError } from '../errors.js'
 import { isEmpty } from '../plan/changes.js'
-import { rowCount, serverCountsRows, tableOf } from '../plan/ops.js'
+import { rowCount, serverCountsRows, tableOf, type Op } from '../plan/ops.js'
 import type { Plan, Preparation } from '../plan/plan.js'
 import { planFlush } from '../plan/planner.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { renderPlan } from '../sql/render-write.js'
 import { computeChanges, needingIds, type ChangeSet } from './change-set.js'
 import { STATE, type HasState } from './entity-state.js'
+import { forgetCounters, restoreIncrements } from './counters.js'
+import { counterFields } from '../schema/counters.js'
+import { writeText } from '../schema/column-types.js'
+import { isChanged } from './dirty.js'
 import type { IdPool } from './id-pool.js'
 import type { UnitOfWork } from './unit-of-work.js'
 import { PhaseClock, type FlushPhases } from './phases.js'
@@ -75,6 +79,12 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   // Their changes are in the change set now; a property set while the flush is in flight touches
   // the entity again. A flush that fails touches them all again (below).
   for (const entity of ctx.candidates) entity[STATE].touched = false
+  // Increments are in flight now: one made meanwhile waits for the next flush, and a failure puts
+  // these back (see below).
+  for (const entity of set.counted.keys()) {
+    entity[STATE].increments = undefined
+    ctx.uow.journal?.incrementsSent(entity)
+  }
   clock.lap('changes')
   const plan = planFlush(set.changes, ctx.order, preparation, ctx.maxRows)
   clock.lap('plan')
@@ -87,10 +97,18 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     outcome = await ctx.executor.write(waves)
   } catch (error) {
     // Ids of a rolled-back transaction were never committed by anyone: safe to use again.
-    if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) giveBack(ctx, assigned)
+    if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) {
+      giveBack(ctx, assigned)
+      for (const [entity, deltas] of set.counted) restoreIncrements(entity, deltas)
+    }
     // It may have committed: a retry must insert with the same ids, so that it fails as a duplicate
-    // instead of writing the rows a second time.
-    else if (error instanceof ConnectionLostError) keepIds(assigned)
+    // instead of writing the rows a second time; and must not add the same increments again.
+    else if (error instanceof ConnectionLostError) {
+      keepIds(assigned)
+      for (const [entity, deltas] of set.counted) forgetCounters(entity, deltas.keys())
+    }
+    // Anything else (a bug, a driver's own error) is no proof of a rollback either.
+    else for (const [entity, deltas] of set.counted) forgetCounters(entity, deltas.keys())
     for (const entity of ctx.candidates) entity[STATE].touched = true
     throw error
   } finally {
@@ -99,6 +117,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   }
   clock.lap('write')
   record(ctx.uow, set, assigned)
+  if (set.counted.size > 0) readBack(ctx.uow, set.counted, outcome.returned)
   ctx.onWritten?.(set)
   clock.lap('record')
   const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, clock)
@@ -174,6 +193,42 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
     if (state.snapshot) state.snapshot[field.prop] = null
   }
   for (const collection of set.collections) collection.committed()
+}
+
+/**
+ * Sets what the UPDATEs with increments returned: each counter that was incremented, and the
+ * version. A value assigned while the flush was in flight stays, to be written by the next one.
+ * Without the rows (the commit was recovered after a lost connection), the values are forgotten.
+ */
+function readBack(uow: UnitOfWork, counted: ChangeSet['counted'], returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
+  const done = new Set<HasState>()
+  for (const [op, rows] of returned) {
+    if (op.kind !== 'update') continue
+    const meta = op.entity
+    const counters = counterFields(meta)
+    const version = meta.version
+    for (const row of rows) {
+      const entity = uow.map.get(meta, meta.id.type.fromDb(row[0]))
+      const deltas = entity && counted.get(entity)
+      if (!entity || !deltas) continue
+      const state = entity[STATE]
+      const snapshot = (state.snapshot ??= {})
+      counters.forEach((field, c) => {
+        if (!deltas.has(field)) return
+        const raw = row[c + 1]
+        const value = raw === null || raw === undefined ? null : field.type.fromDb(raw)
+        if (!isChanged(state, field)) state.values[field.prop] = value
+        snapshot[field.prop] = value === null ? null : writeText(field.type, value)
+      })
+      if (version) {
+        const value = version.type.fromDb(row[counters.length + 1])
+        state.values[version.prop] = value
+        snapshot[version.prop] = version.type.toText(value)
+      }
+      done.add(entity)
+    }
+  }
+  for (const [entity, deltas] of counted) if (!done.has(entity)) forgetCounters(entity, deltas.keys())
 }
 
 function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrips: number, coldStatements: number, clock: PhaseClock): FlushResult {

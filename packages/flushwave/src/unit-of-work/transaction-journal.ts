@@ -2,6 +2,7 @@ import type { EntityMeta } from '../schema/meta.js'
 import { STATE, type EntityState, type HasState } from './entity-state.js'
 import type { IdentityMap } from './identity-map.js'
 import { ManyToManyCollection } from './many-to-many.js'
+import { forgetCounters } from './counters.js'
 import { OneToManyCollection } from './one-to-many.js'
 
 /** An entity as it was before `em.transaction()` first changed it. */
@@ -12,6 +13,7 @@ interface Saved {
   readonly snapshot: Record<string, unknown> | undefined
   readonly touched: boolean
   readonly pins: EntityState['pins']
+  readonly increments: EntityState['increments']
   readonly collections: ReadonlyMap<unknown, SavedCollection>
 }
 
@@ -31,6 +33,13 @@ const ENTERED = 'entered'
  */
 export class TransactionJournal {
   private readonly saved = new Map<HasState, Saved | typeof ENTERED>()
+  /** Entities whose pending increments a flush inside sent. */
+  private readonly sent = new Set<HasState>()
+
+  /** A flush inside the transaction took the entity's pending increments (saved before). */
+  incrementsSent(entity: HasState): void {
+    this.sent.add(entity)
+  }
 
   /** Call before anything of the entity's state changes (a setter, remove, a flush's bookkeeping, a populate). */
   save(entity: HasState): void {
@@ -50,6 +59,7 @@ export class TransactionJournal {
       snapshot: s.snapshot && { ...s.snapshot },
       touched: s.touched,
       pins: s.pins,
+      increments: s.increments && new Map(s.increments),
       collections,
     })
   }
@@ -87,8 +97,13 @@ export class TransactionJournal {
       free(s, saved.id)
       for (const key of Object.keys(s.values)) if (!(key in saved.values)) delete s.values[key]
       Object.assign(s.values, saved.values)
-      Object.assign(s, { status: saved.status, id: giveBack === undefined && saved.id === undefined ? s.id : saved.id, snapshot: saved.snapshot, touched: saved.touched, pins: saved.pins })
+      Object.assign(s, { status: saved.status, id: giveBack === undefined && saved.id === undefined ? s.id : saved.id, snapshot: saved.snapshot, touched: saved.touched, pins: saved.pins, increments: saved.increments && new Map(saved.increments) })
       for (const c of s.collections?.values() ?? []) restoreCollection(c, saved.collections.get(c), s.createdHere)
+      // The transaction may have committed: increments its flushes sent must not be sent again.
+      if (giveBack === undefined && this.sent.has(entity) && s.increments) {
+        forgetCounters(entity, s.increments.keys())
+        s.increments = undefined
+      }
       if (s.status !== 'detached') map.add(entity)
     }
     for (const [meta, ids] of freed) giveBack?.(meta, ids)

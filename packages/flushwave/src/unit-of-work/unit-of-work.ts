@@ -1,6 +1,7 @@
 import { EntityStateError, InvalidValueError } from '../errors.js'
 import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
+import { addIncrement, counterOf } from './counters.js'
 import { checkValue, makeEntity, writable, type CollectionFactory } from './entity-class.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
 import { isChanged, pinDates } from './dirty.js'
@@ -180,6 +181,15 @@ export class UnitOfWork implements CollectionFactory {
     for (const prop in data) (entity as unknown as Record<string, unknown>)[prop] = data[prop]
   }
 
+  /** Adds `by` to a counter, on the server, at the next flush (see EntityManager.increment). */
+  increment(entity: HasState, prop: unknown, by: unknown): void {
+    const state = this.own(entity)
+    const field = counterOf(state, prop, by)
+    this.changing(entity)
+    addIncrement(entity, field, by)
+    state.touched = true
+  }
+
   remove(entity: HasState): void {
     const state = this.own(entity)
     if (state.status === 'detached') throw new EntityStateError(`${label(state)} is already deleted`)
@@ -217,6 +227,6 @@ export class UnitOfWork implements CollectionFactory {
   }
 
   private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
-    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, pins: undefined }
+    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, pins: undefined, increments: undefined }
   }
 }

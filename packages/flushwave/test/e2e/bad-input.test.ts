@@ -318,6 +318,44 @@ const assignCases: Rejected[] = [
   { name: 'em.assign: a reference to an entity of another EntityManager', act: ({ em, thing, foreignOwner }) => em.assign(thing, { title: 'x', owner: foreignOwner }), rejects: InvalidValueError, message: /another EntityManager/, check: ({ thing }) => expect(thing.title).not.toBe('x') },
 ]
 
+/** em.increment: nothing is pending after a rejected one (the keep-owner flush writes only the owner). */
+const incrementCases: Rejected[] = [
+  { name: 'increment: a text property', act: ({ em, thing }) => em.increment(thing, 'title' as never, 1 as never), rejects: InvalidValueError, message: /title: .*not a number column/ },
+  { name: 'increment: a boolean property', act: ({ em, thing }) => em.increment(thing, 'flag' as never, 1 as never), rejects: InvalidValueError, message: /not a number column/ },
+  { name: 'increment: a reference', act: ({ em, thing }) => em.increment(thing, 'owner' as never, 1 as never), rejects: InvalidValueError, message: /not a number column/ },
+  { name: 'increment: an unknown property', act: ({ em, thing }) => em.increment(thing, 'colour' as never, 1 as never), rejects: InvalidValueError, message: /is not a property of Thing/ },
+  { name: 'increment: the id', act: ({ em, thing }) => em.increment(thing, 'id' as never, 1 as never), rejects: InvalidValueError, message: /is the id/ },
+  { name: 'increment: a collection', act: ({ em, thing }) => em.increment(thing, 'tags' as never, 1 as never), rejects: InvalidValueError, message: /is a collection/ },
+  { name: 'increment: a fraction for an integer', act: ({ em, thing }) => em.increment(thing, 'count', 1.5), rejects: InvalidValueError, message: /not a valid increment/ },
+  { name: 'increment: NaN', act: ({ em, thing }) => em.increment(thing, 'count', NaN), rejects: InvalidValueError },
+  { name: 'increment: a string for an integer', act: ({ em, thing }) => em.increment(thing, 'count', '1' as never), rejects: InvalidValueError },
+  { name: 'increment: undefined', act: ({ em, thing }) => em.increment(thing, 'count', undefined as never), rejects: InvalidValueError },
+  { name: 'increment: a number for a bigint', act: ({ em, thing }) => em.increment(thing, 'big', 1 as never), rejects: InvalidValueError },
+  { name: 'increment: a bigint out of int8', act: ({ em, thing }) => em.increment(thing, 'big', 2n ** 63n), rejects: InvalidValueError },
+  { name: 'increment: not a decimal for a numeric', act: ({ em, thing }) => em.increment(thing, 'amount', '1; drop table thing'), rejects: InvalidValueError },
+  { name: 'increment: Infinity for a numeric', act: ({ em, thing }) => em.increment(thing, 'amount', Infinity as never), rejects: InvalidValueError },
+  {
+    name: 'increment: pending increments that add up past int4',
+    prepare: ({ em, thing }) => em.increment(thing, 'count', 2 ** 31 - 1),
+    act: ({ em, thing }) => em.increment(thing, 'count', 1),
+    rejects: InvalidValueError,
+    message: /pending increment of 2147483648/,
+    repair: ({ thing }) => (thing.count = thing.count), // an assignment replaces what is pending
+  },
+  {
+    name: 'increment: a removed entity',
+    prepare: (fx) => {
+      const made = fx.em.create('Thing', fx.valid())
+      fx.em.remove(made)
+      fx.made = { made }
+    },
+    act: ({ em, made }) => em.increment(made!.made as Thing, 'count', 1),
+    rejects: EntityStateError,
+  },
+  { name: 'increment: an entity of another EntityManager', act: ({ em, foreignThing }) => em.increment(foreignThing, 'count', 1), rejects: EntityStateError },
+  { name: 'increment: not an entity', act: ({ em }) => em.increment(null as never, 'count' as never, 1 as never), rejects: EntityStateError },
+]
+
 const requiredCases: Rejected[] = [
   { name: 'create: a required text left out', act: ({ em, home }) => em.create('Thing', { owner: home } as never), rejects: InvalidValueError, message: /title: is required/ },
   { name: 'create: undefined for a required text', act: ({ em, home }) => em.create('Thing', { title: undefined, owner: home } as never), rejects: InvalidValueError, message: /title: is required/ },
@@ -691,6 +729,7 @@ const rejected: readonly (readonly [group: string, cases: readonly Rejected[]])[
   ['values of the wrong type, out of range or not storable', valueCases],
   ['required values, ids and undefined', requiredCases],
   ['em.assign: all or nothing', assignCases],
+  ['em.increment: counters only, deltas their column holds', incrementCases],
   ['locking reads: options, and outside a transaction', lockCases],
   ['validation rules (.length(), .range())', ruleCases],
   ['unknown properties, names and relations', unknownPropertyCases],

@@ -2,7 +2,7 @@ import { createTestSchema, proxyDatabase, searchPathOptions, startDatabase, star
 import type {} from 'devdb/vitest'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ConnectionLostError, createTablesSql, FlushTimeoutError, FlushwaveError, type Flushwave, type FlushResult } from '../../src/index.js'
+import { ConnectionLostError, createTablesSql, FlushTimeoutError, FlushwaveError, NotLoadedError, type Flushwave, type FlushResult } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { EXECUTORS, openExecutor, type ExecutorName, type OpenedExecutor } from '../support/executors.js'
 
@@ -72,8 +72,12 @@ async function unitOfWork(bodyBytes = 200, on = orm) {
     for (let r = 0; r < 2; r++) em.create('Review', { stars: 5, body: `${token} `.padEnd(bodyBytes, 'x'), book })
   }
   anchor.email = token
-  return { em, token }
+  em.increment(anchor, 'rating', '1') // an atomic counter: added once, or (unknown outcome) never resent
+  return { em, token, anchor }
 }
+
+/** The anchor's counter, which every unit of work adds 1 to. */
+const anchorRating = async (): Promise<number> => Number((await direct`select rating from author where id = ${anchorId}`)[0]!.rating)
 
 type Written = 'all' | 'none' | 'partial'
 
@@ -214,6 +218,7 @@ const faults: Fault[] = [
 
 /** Runs one unit of work under `fault` and checks every promise; returns what happened. */
 async function runCase(fault: Fault): Promise<[Outcome, Written]> {
+  const ratingBefore = await anchorRating()
   const { em, token } = await unitOfWork(fault.bodyBytes)
   const clear = await fault.apply()
   let cleared: Promise<void> | undefined
@@ -261,10 +266,14 @@ async function runCase(fault: Fault): Promise<[Outcome, Written]> {
     if (state === 'none') expect(retry).toBeUndefined()
     else expect(retry, 'a retry after an unknown outcome that had committed must not write twice').toBeInstanceOf(FlushwaveError)
     expect(await written(token)).toBe('all')
+    // The increment went once; after an unknown outcome it is never resent, so one that had not
+    // committed is lost (documented), and one that had is not added twice.
+    expect(await anchorRating(), 'the counter after the retry').toBe(ratingBefore + (outcome === 'unknown' && state === 'none' ? 0 : 1))
   } else {
     // Committed: the EntityManager is clean, a second flush has nothing to do.
     const again = await em.flush()
     expect(again.statements).toBe(0)
+    expect(await anchorRating(), 'the counter after a commit').toBe(ratingBefore + 1)
   }
   await poolIsWhole()
   tally.cases++
@@ -311,7 +320,8 @@ describe.each(EXECUTORS)('%s', (name) => {
       for (let i = 0; i < REPEAT; i++) {
         // Warm, so that postgres.js sends the whole pipeline at once, COMMIT included.
         await orm.warmUp()
-        const { em, token } = await unitOfWork()
+        const ratingBefore = await anchorRating()
+        const { em, token, anchor } = await unitOfWork()
         const holder = await direct.reserve()
         let dropAnswers: (() => Promise<void>) | undefined
         try {
@@ -338,6 +348,10 @@ describe.each(EXECUTORS)('%s', (name) => {
           const [status] = await direct`select pg_xact_status(${result.recovered!.transactionId!}::xid8) as s`
           expect(status!.s).toBe('committed')
           expect((await em.flush()).statements).toBe(0)
+          // The UPDATE's answer, the new counter, was lost with the rest: forgotten, not guessed.
+          expect(() => anchor.rating).toThrow(NotLoadedError)
+          expect(em.isLoaded(anchor)).toBe(false)
+          expect(await anchorRating()).toBe(ratingBefore + 1)
           tally.cases++
           tally.committed++
           tally.recovered++

@@ -197,6 +197,8 @@ interface Segment {
   readonly keyKnown: Set<Handle>
   /** Rows whose unique value was set here since the last successful flush (created, or assigned). */
   readonly keyPending: Set<Handle>
+  /** `B3.pages`: a managed row's property with an increment pending (its entity shows the old value until a flush). */
+  readonly incremented: Set<string>
 }
 
 interface Ctx {
@@ -213,7 +215,7 @@ const tally = (key: string) => stats.set(key, (stats.get(key) ?? 0) + 1)
 
 function newSegment(c: { ems: number }): Segment {
   const n = ++c.ems
-  return { em: db.orm.em(), n, objs: new Map(), handles: new Map(), touched: new Set(), removed: [], removedUnread: new Set(), keyKnown: new Set(), keyPending: new Set() }
+  return { em: db.orm.em(), n, objs: new Map(), handles: new Map(), touched: new Set(), removed: [], removedUnread: new Set(), keyKnown: new Set(), keyPending: new Set(), incremented: new Set() }
 }
 
 function log(c: Ctx, line: string): void {
@@ -275,6 +277,7 @@ function checkEntity(c: Ctx, h: Handle, obj: Loose): void {
   const actual: Values = { h }
   const expected: Values = { h }
   for (const field of FIELDS[row.kind]) {
+    if (c.seg.incremented.has(`${h}.${field}`)) continue // read back by the next flush
     const value = obj[field]
     actual[field] = REF[row.kind]?.field === field ? handleOf(c, value) : norm(field, value)
     expected[field] = norm(field, row.v[field])
@@ -298,6 +301,7 @@ type Op =
   | { t: 'createReview'; stars: number; body?: string | null; book: number; acq: Acq }
   | { t: 'createTag'; name: UniqueChoice }
   | { t: 'update'; kind: Kind; field: string; value: unknown; target: number; acq: Acq }
+  | { t: 'increment'; kind: 'Author' | 'Book' | 'Review'; field: 'rating' | 'pages' | 'stars'; by: number | string; target: number; acq: Acq }
   | { t: 'relink'; kind: 'Book' | 'Review'; target: number; to: number; via: 'property' | 'collection'; acq: Acq }
   | { t: 'link'; adds: boolean[]; book: number; tag: number; acq: Acq }
   | { t: 'remove'; kind: Kind; target: number; acq: Acq }
@@ -365,6 +369,14 @@ const changes: fc.WeightedArbitrary<Op>[] = [
   { weight: 4, arbitrary: fc.record({ t: lit('createReview'), stars: int4, body: optional(fc.option(text, { nil: null })), book: n, acq }, { requiredKeys: ['t', 'stars', 'book', 'acq'] }) },
   { weight: 3, arbitrary: fc.record({ t: lit('createTag'), name: unique }) },
   { weight: 8, arbitrary: fc.oneof(...updates) },
+  {
+    weight: 4,
+    arbitrary: fc.oneof(
+      fc.record({ t: lit('increment'), kind: lit('Book' as const), field: lit('pages' as const), by: fc.integer({ min: -1000, max: 1000 }), target: n, acq }),
+      fc.record({ t: lit('increment'), kind: lit('Review' as const), field: lit('stars' as const), by: fc.integer({ min: -3, max: 3 }), target: n, acq }),
+      fc.record({ t: lit('increment'), kind: lit('Author' as const), field: lit('rating' as const), by: numeric, target: n, acq }),
+    ),
+  },
   { weight: 4, arbitrary: fc.record({ t: lit('relink'), kind: fc.constantFrom('Book' as const, 'Review' as const), target: n, to: n, via: fc.constantFrom('property' as const, 'collection' as const), acq }) },
   // Several add()/remove() calls on one pair in a row: what a collection keeps pending must add up.
   { weight: 6, arbitrary: fc.record({ t: lit('link'), adds: fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }), book: n, tag: n, acq }) },
@@ -521,6 +533,7 @@ async function ensure(c: Ctx, kind: Kind, n: number): Promise<Handle> {
 
 function assign(c: Ctx, h: Handle, obj: Loose, field: string, value: unknown): void {
   obj[field] = value
+  c.seg.incremented.delete(`${h}.${field}`) // an assignment replaces a pending increment
   const row = c.model.pending.rows.get(h)!
   if ((UNIQUE as Record<string, string>)[row.kind] === field) c.seg.keyPending.add(h)
   const ref = REF[row.kind]
@@ -530,6 +543,40 @@ function assign(c: Ctx, h: Handle, obj: Loose, field: string, value: unknown): v
   } else {
     row.v[field] = value instanceof Date ? value.toISOString() : structuredClone(value)
   }
+}
+
+/**
+ * `em.increment`: the model adds now (NULL stays NULL). A new entity's value changes at once; a
+ * row's entity keeps showing the old value until a flush reads the new one back. A sum outside
+ * int4 is not tried (the server would refuse it, which the model does not predict).
+ */
+async function increment(c: Ctx, op: Extract<Op, { t: 'increment' }>): Promise<boolean> {
+  const h = pick(c.model.pending.live(op.kind), op.target)
+  if (!h) return false
+  const row = c.model.pending.rows.get(h)!
+  const was = row.v[op.field]
+  const sum = was === null || was === undefined ? was : op.field === 'rating' ? addDecimals(String(was), String(op.by)) : Number(was) + Number(op.by)
+  if (typeof sum === 'number' && !(sum >= -(2 ** 31) && sum < 2 ** 31)) return false
+  const obj = await acquire(c, h, op.acq)
+  log(c, `increment ${h}.${op.field} by ${show(op.by)}${c.seg.em.isLoaded(obj as never) ? '' : ' (on a reference)'}`)
+  tally(`increment ${op.kind}.${op.field}${c.model.ids.has(h) ? '' : ' (new entity)'}`)
+  c.seg.em.increment(obj as never, op.field as never, op.by as never)
+  row.v[op.field] = sum
+  if (c.model.ids.has(h)) c.seg.incremented.add(`${h}.${op.field}`)
+  return true
+}
+
+/** The model's own exact decimal sum (through `decimal()`'s normal form), independent of Flushwave's. */
+function addDecimals(a: string, b: string): string {
+  const parts = [decimal(a), decimal(b)].map((d) => {
+    const [whole, fraction = ''] = d.replace('-', '').split('.')
+    return { negative: d.startsWith('-'), whole: whole!, fraction }
+  })
+  const scale = Math.max(...parts.map((p) => p.fraction.length))
+  const [x, y] = parts.map((p) => (p.negative ? -1n : 1n) * BigInt(p.whole + p.fraction.padEnd(scale, '0')))
+  const sum = x! + y!
+  const digits = (sum < 0n ? -sum : sum).toString().padStart(scale + 1, '0')
+  return decimal(`${sum < 0n ? '-' : ''}${scale ? `${digits.slice(0, -scale)}.${digits.slice(-scale)}` : digits}`)
 }
 
 async function remove(c: Ctx, h: Handle, mode: Acq): Promise<void> {
@@ -625,6 +672,8 @@ async function step(c: Ctx, op: Op): Promise<boolean> {
       assign(c, h, obj, op.field, value)
       return true
     }
+    case 'increment':
+      return increment(c, op)
     case 'relink': {
       const ref = REF[op.kind]!
       const h = pick(live(op.kind), op.target)
@@ -782,7 +831,7 @@ async function rolledBack(c: Ctx, op: Extract<Op, { t: 'rolledBack' }>): Promise
     handles: new Map(seg.handles),
     touched: new Set(seg.touched),
     removed: [...seg.removed],
-    sets: [seg.removedUnread, seg.keyKnown, seg.keyPending].map((set) => [set, new Set(set)] as const),
+    sets: [seg.removedUnread, seg.keyKnown, seg.keyPending, seg.incremented].map((set) => [set, new Set<string>(set)] as const),
   }
   const marker = new Error('roll back')
   log(c, 'transaction {')
@@ -1104,6 +1153,13 @@ async function expectFlush(c: Ctx): Promise<void> {
   for (const [table, n] of Object.entries(counts.changed)) expect(result.updated[table] ?? 0, `FlushResult.updated.${table}`).toBeGreaterThanOrEqual(n)
   model.committed = model.pending.clone()
   c.seg.touched.clear()
+  // Each incremented property now shows the value the UPDATE returned (on references too).
+  for (const key of c.seg.incremented) {
+    const [h, field] = key.split('.') as [Handle, string]
+    const row = model.pending.rows.get(h)
+    if (row) expect(norm(field, c.seg.objs.get(h)![field]), `${key} read back after the flush`).toEqual(norm(field, row.v[field]))
+  }
+  c.seg.incremented.clear()
   for (const h of c.seg.keyPending) c.seg.keyKnown.add(h)
   c.seg.keyPending.clear()
   await compareDatabase(c)

@@ -1,5 +1,5 @@
 import { describe, expectTypeOf, it } from 'vitest'
-import type { Collection, CreateInput, EntityManager, Where } from '../../src/index.js'
+import type { Collection, CounterName, CreateInput, EntityManager, Where } from '../../src/index.js'
 import type { Author, Book, bookstore } from '../support/bookstore.js'
 
 type D = typeof bookstore.defs
@@ -15,6 +15,8 @@ describe('inferred entity types', () => {
     expectTypeOf<Book['status']>().toEqualTypeOf<'draft' | 'published'>()
     expectTypeOf<Book['meta']>().toEqualTypeOf<{ isbn?: string; tags?: string[] } | null>()
     expectTypeOf<Author['books']>().toEqualTypeOf<Collection<Book>>()
+    expectTypeOf<CounterName<D, 'Book'>>().toEqualTypeOf<'pages'>()
+    expectTypeOf<CounterName<D, 'Author'>>().toEqualTypeOf<'rating'>()
   })
 
   it('rejects wrong properties and values at compile time', () => {
@@ -34,6 +36,16 @@ describe('inferred entity types', () => {
       em.assign(author, { books: [] })
       // @ts-expect-error pages is a number
       em.assign(book, { pages: '12' })
+      em.increment(book, 'pages', 2) // integer (nullable too), bigint and numeric columns are counters
+      em.increment(author, 'rating', '0.5')
+      // @ts-expect-error a text column is no counter, though numeric values are strings too
+      em.increment(author, 'name', '1')
+      // @ts-expect-error nor a reference
+      em.increment(book, 'author', 1)
+      // @ts-expect-error pages adds a number
+      em.increment(book, 'pages', 2n)
+      // @ts-expect-error a numeric adds a decimal string
+      em.increment(author, 'rating', 1n)
       // @ts-expect-error wrong type
       em.create('Author', { name: 1 })
       // @ts-expect-error unknown entity
