@@ -49,7 +49,7 @@ function classFor(meta: EntityMeta): EntityClass {
     enumerable: true,
     get(this: HasState) {
       const id = this[STATE].id
-      if (id === undefined) throw new EntityStateError(`${meta.name}.${meta.id.prop} is assigned by the first flush`)
+      if (id === undefined) throw new EntityStateError(`${meta.name}.${meta.id.prop} is not assigned yet: the id pool had none at create; await em.assignIds() or flush first`)
       return id
     },
     set() {

@@ -5,6 +5,7 @@ import type { AssignInput, CounterDelta, CounterName, CreateInput, Entity, Entit
 import { STATE, type HasState } from './entity-state.js'
 import type { ChangeSet } from './change-set.js'
 import { flushCandidates, isDirty } from './dirty.js'
+import { needingIds } from './change-set.js'
 import { flush, type FlushResult } from './flush.js'
 import { MAX_HOOK_ROUNDS, type EntityHooks, type Hooks } from './hooks.js'
 import type { IdPool } from './id-pool.js'
@@ -53,6 +54,7 @@ export class EntityManager<D extends SchemaDefs> {
   private readonly uow = new UnitOfWork()
   private readonly loader: Loader
   private flushing = false
+  private assigning = false
   /** afterCommit calls of flushes inside `transaction()`, made once it commits. */
   private deferred: (() => Promise<void>)[] | undefined
 
@@ -110,9 +112,59 @@ export class EntityManager<D extends SchemaDefs> {
     return value
   }
 
-  /** A new entity, inserted by the next flush. Defaults apply now; a uuid id is made now. */
+  /**
+   * A new entity, inserted by the next flush. Defaults apply now; a uuid id is made now, and a
+   * sequence id is taken now when the process's id pool holds one (it usually does: `warmUp()`
+   * fills it and flushes top it up), so `entity.id` can be read at once; otherwise
+   * `await em.assignIds()` or the flush gives it one.
+   */
   create<K extends EntityName<D>>(name: K, data: CreateInput<D, K>): Entity<D, K> {
-    return this.uow.create(this.schema.meta(name), data as Record<string, unknown>) as unknown as Entity<D, K>
+    const meta = this.schema.meta(name)
+    const entity = this.uow.create(meta, data as Record<string, unknown>)
+    if (meta.id.strategy === 'sequence') {
+      const id = this.ids.takeNow(meta)
+      if (id !== undefined) this.uow.giveId(entity, id)
+    }
+    return entity as unknown as Entity<D, K>
+  }
+
+  /**
+   * Gives every new entity that has no id yet its sequence id, in one round trip when the id pool
+   * runs short (none when it holds enough), so that the ids can be read before the flush. Ids stay
+   * with their entities through failed flushes; `orm.unitOfWork` gives an abandoned attempt's back.
+   */
+  async assignIds(): Promise<void> {
+    if (this.flushing) throw new EntityStateError('assignIds() cannot run while flush() is running')
+    const needed = needingIds(flushCandidates(this.uow.map))
+    if (needed.size === 0) return
+    this.assigning = true
+    try {
+      const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
+      const fetch = (requests: Parameters<Executor['nextIds']>[0]) => this.executor.nextIds(requests)
+      const { ids } = await this.ids.take(counts, fetch, { private: this.uow.journal !== undefined })
+      for (const [meta, list] of needed) {
+        const unused: string[] = []
+        list.forEach((entity, i) => {
+          const state = entity[STATE]
+          const id = ids.get(meta)![i]!
+          if (state.status !== 'new' || state.id !== undefined) return void unused.push(id) // removed meanwhile
+          this.uow.changing(entity)
+          this.uow.giveId(entity, id)
+        })
+        if (unused.length > 0) this.ids.give(meta, unused)
+      }
+    } finally {
+      this.assigning = false
+    }
+  }
+
+  /**
+   * For a unit of work being abandoned: the sequence ids its new entities took that no flush may
+   * have committed go back to the pool, and those entities lose them (a later flush would take
+   * others). `orm.unitOfWork` does it between attempts; a hand-written retry loop may too.
+   */
+  releaseIds(): void {
+    this.uow.releaseIds((meta, ids) => this.ids.give(meta, ids))
   }
 
   /**
@@ -220,6 +272,7 @@ export class EntityManager<D extends SchemaDefs> {
    */
   async flush(): Promise<FlushResult> {
     if (this.flushing) throw new EntityStateError('flush() is already running on this EntityManager')
+    if (this.assigning) throw new EntityStateError('assignIds() is running on this EntityManager: await it before flush()')
     this.flushing = true
     try {
       const checking = performance.now()
@@ -254,7 +307,7 @@ export class EntityManager<D extends SchemaDefs> {
     }
   }
 
-  /** The id, or undefined for a new entity whose id the next flush assigns. */
+  /** The id, or undefined for a new sequence-id entity that has none yet (see `create` and `assignIds`). */
   idOf<K extends EntityName<D>>(entity: Entity<D, K>): IdOf<D, K> | undefined {
     return this.uow.own(entity).id as IdOf<D, K> | undefined
   }

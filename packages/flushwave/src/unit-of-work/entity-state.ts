@@ -17,8 +17,16 @@ export interface EntityState {
   /** The EntityManager that owns the entity (opaque here to avoid an import cycle). */
   readonly owner: object
   status: Status
-  /** Undefined until known: a new sequence-id entity gets its id when a flush commits. */
+  /**
+   * Undefined until known: a new sequence-id entity gets its id from the pool at create when the
+   * pool holds one, else from `em.assignIds()` or the flush that inserts it.
+   */
   id: unknown
+  /**
+   * The id came from the pool at create (or `em.assignIds()`) and no flush that may have committed
+   * has sent it: an abandoned unit of work may give it back.
+   */
+  poolId: boolean
   /** Current values by property: scalars as JS values, many-to-one as the target entity or null. */
   readonly values: Record<string, unknown>
   /**
@@ -62,5 +70,6 @@ export function stateOf(entity: unknown): EntityState | undefined {
 }
 
 export function label(state: EntityState): string {
-  return state.id === undefined ? `new ${state.meta.name}` : `${state.meta.name}#${String(state.id)}`
+  const id = state.id === undefined ? '' : `#${String(state.id)}`
+  return state.status === 'new' ? `new ${state.meta.name}${id}` : `${state.meta.name}${id}`
 }

@@ -105,6 +105,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     // instead of writing the rows a second time; and must not add the same increments again.
     else if (error instanceof ConnectionLostError) {
       keepIds(assigned)
+      for (const entity of set.inserted) entity[STATE].poolId = false // sent: it may be a committed row's
       for (const [entity, deltas] of set.counted) forgetCounters(entity, deltas.keys())
     }
     // Anything else (a bug, a driver's own error) is no proof of a rollback either.
@@ -112,8 +113,9 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     for (const entity of ctx.candidates) entity[STATE].touched = true
     throw error
   } finally {
-    // Top up the id pool now, between flushes, rather than when the next flush runs short.
-    if (assigned.size > 0) ctx.ids.refillIfLow()
+    // Top up the id pool now, between flushes, rather than when the next flush runs short (or the
+    // next creates find it empty): also when every id came at create.
+    if (assigned.size > 0 || set.inserted.length > 0) ctx.ids.refillIfLow()
   }
   clock.lap('write')
   record(ctx.uow, set, assigned)
@@ -173,6 +175,7 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
   for (const entity of set.inserted) {
     const state = entity[STATE]
     if (state.id === undefined) state.id = state.meta.id.type.fromDb(assigned.get(entity))
+    state.poolId = false
     state.status = 'managed'
     uow.map.register(entity)
   }

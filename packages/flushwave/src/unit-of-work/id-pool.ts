@@ -106,6 +106,21 @@ export class IdPool {
     })
   }
 
+  /**
+   * One id for a new entity of `meta` when the pool holds one and no flush is waiting for ids (it
+   * would be served first), else undefined: `em.create` never waits. It starts no refill: a loop
+   * of creates would start one midway, and the flush would then wait for it and fetch again; the
+   * flush that inserts these entities tops the pool up once it is over.
+   */
+  takeNow(meta: EntityMeta): string | undefined {
+    const table = this.tables.get(meta)
+    if (table === undefined || table.ranges.size === 0 || this.queue.length > 0) return undefined
+    const id = table.ranges.take(1)[0]!
+    table.takenSinceFetch++
+    if (table.largestTake === 0) table.largestTake = 1
+    return id
+  }
+
   /** Returns ids of a flush that rolled back, so they are used next (they were never committed). */
   give(meta: EntityMeta, ids: readonly string[]): void {
     this.table(meta).ranges.giveBack(ids)

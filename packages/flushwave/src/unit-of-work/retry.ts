@@ -54,6 +54,9 @@ export async function runUnitOfWork<D extends SchemaDefs, T>(
       return { value, flush: await em.flush(), attempts: attempt }
     } catch (error) {
       if (attempt >= attempts || !retryOn(error)) throw error
+      // This attempt's EntityManager is dropped: ids its new entities took that no flush may have
+      // committed go back to the pool, so that retries do not burn the sequence.
+      em.releaseIds()
       await new Promise((resolve) => setTimeout(resolve, backoff(attempt)))
     }
   }

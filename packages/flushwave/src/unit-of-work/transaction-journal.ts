@@ -14,6 +14,7 @@ interface Saved {
   readonly touched: boolean
   readonly pins: EntityState['pins']
   readonly increments: EntityState['increments']
+  readonly poolId: boolean
   readonly collections: ReadonlyMap<unknown, SavedCollection>
 }
 
@@ -60,6 +61,7 @@ export class TransactionJournal {
       touched: s.touched,
       pins: s.pins,
       increments: s.increments && new Map(s.increments),
+      poolId: s.poolId,
       collections,
     })
   }
@@ -98,6 +100,8 @@ export class TransactionJournal {
       for (const key of Object.keys(s.values)) if (!(key in saved.values)) delete s.values[key]
       Object.assign(s.values, saved.values)
       Object.assign(s, { status: saved.status, id: giveBack === undefined && saved.id === undefined ? s.id : saved.id, snapshot: saved.snapshot, touched: saved.touched, pins: saved.pins, increments: saved.increments && new Map(saved.increments) })
+      // An id kept because the transaction may have committed is no longer the pool's to take back.
+      s.poolId = giveBack === undefined ? false : saved.poolId
       for (const c of s.collections?.values() ?? []) restoreCollection(c, saved.collections.get(c), s.createdHere)
       // The transaction may have committed: increments its flushes sent must not be sent again.
       if (giveBack === undefined && this.sent.has(entity) && s.increments) {

@@ -94,6 +94,38 @@ export class UnitOfWork implements CollectionFactory {
     return entity
   }
 
+  /** Gives a new sequence-id entity an id the pool handed out (at create, or by `assignIds`). */
+  giveId(entity: HasState, id: string): void {
+    const state = entity[STATE]
+    state.id = state.meta.id.type.fromDb(id)
+    state.poolId = true
+    this.map.register(entity)
+  }
+
+  /**
+   * Takes back the pool ids of new entities that no flush may have committed (see
+   * EntityState.poolId), for an abandoned unit of work: they are given to `giveBack`, and the
+   * entities lose them (a later flush of this EntityManager takes others).
+   */
+  releaseIds(giveBack: (meta: EntityMeta, ids: string[]) => void): void {
+    const freed = new Map<EntityMeta, string[]>()
+    for (const [meta, entities] of this.map.byType()) {
+      if (meta.id.strategy !== 'sequence') continue
+      for (const entity of [...entities]) {
+        const state = entity[STATE]
+        if (!state.poolId || state.status !== 'new') continue
+        this.map.delete(entity)
+        const ids = freed.get(meta)
+        if (ids) ids.push(meta.id.type.toText(state.id))
+        else freed.set(meta, [meta.id.type.toText(state.id)])
+        state.id = undefined
+        state.poolId = false
+        this.map.add(entity)
+      }
+    }
+    for (const [meta, ids] of freed) giveBack(meta, ids)
+  }
+
   /** The entity for a row known by id only: the tracked one, or a new unloaded stub. */
   reference(meta: EntityMeta, id: unknown): HasState {
     const existing = this.map.get(meta, id)
@@ -227,6 +259,6 @@ export class UnitOfWork implements CollectionFactory {
   }
 
   private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
-    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, pins: undefined, increments: undefined }
+    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, pins: undefined, increments: undefined, poolId: false }
   }
 }

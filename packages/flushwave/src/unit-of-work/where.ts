@@ -67,7 +67,8 @@ function toText(meta: EntityMeta, prop: string, column: ColumnRef, value: unknow
   if (column.field?.ref && typeof value === 'object' && value !== null) {
     const state = stateOf(value)
     if (!state || state.meta !== column.field.ref.target) throw new InvalidValueError(meta.name, prop, value, `expected a ${column.field.ref.target.name} or its id`)
-    if (state.id === undefined) throw new EntityStateError(`${label(state)} has no id yet: flush it before using it in find()`)
+    // New: no row refers to it yet (it may have its id already, from the pool at create).
+    if (state.status === 'new') throw new EntityStateError(`${label(state)} is not inserted yet: flush it before using it in find()`)
     value = state.id
   }
   const reason = column.type.check(value)

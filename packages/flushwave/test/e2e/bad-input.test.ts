@@ -701,7 +701,7 @@ const findCases: Rejected[] = [
   { name: 'find where: null for eq', act: ({ em }) => em.find('Thing', { title: { eq: null } } as never), rejects: InvalidValueError },
   { name: 'find where: SQL injection for the id', act: ({ em }) => em.find('Thing', { id: '1; delete from thing; --' } as never), rejects: InvalidValueError },
   { name: 'find where: SQL injection in a gt on the id', act: ({ em }) => em.find('Thing', { id: { gt: '0) or (1=1' } } as never), rejects: InvalidValueError },
-  { name: 'find where: a new entity without an id for a reference', act: ({ em }) => em.find('Thing', { owner: em.create('Owner', { name: 'new' }) }), rejects: EntityStateError, delta: { owner: 1 } },
+  { name: 'find where: a new entity (not inserted yet) for a reference', act: ({ em }) => em.find('Thing', { owner: em.create('Owner', { name: 'new' }) }), rejects: EntityStateError, delta: { owner: 1 } },
   { name: 'find where: an entity of the wrong type for a reference', act: ({ em, tag }) => em.find('Thing', { owner: tag as never }), rejects: InvalidValueError },
   { name: 'find where: null instead of an object', act: ({ em }) => em.find('Thing', null as never), rejects: InvalidValueError },
   { name: 'find where: an array instead of an object', act: ({ em }) => em.find('Thing', [{ title: 'x' }] as never), rejects: InvalidValueError },

@@ -199,6 +199,8 @@ interface Segment {
   readonly keyPending: Set<Handle>
   /** `B3.pages`: a managed row's property with an increment pending (its entity shows the old value until a flush). */
   readonly incremented: Set<string>
+  /** Each entity's id when the runner first held it (a new one's from the id pool at create, or none): ids never change. */
+  readonly firstIds: Map<Handle, unknown>
 }
 
 interface Ctx {
@@ -215,7 +217,7 @@ const tally = (key: string) => stats.set(key, (stats.get(key) ?? 0) + 1)
 
 function newSegment(c: { ems: number }): Segment {
   const n = ++c.ems
-  return { em: db.orm.em(), n, objs: new Map(), handles: new Map(), touched: new Set(), removed: [], removedUnread: new Set(), keyKnown: new Set(), keyPending: new Set(), incremented: new Set() }
+  return { em: db.orm.em(), n, objs: new Map(), handles: new Map(), touched: new Set(), removed: [], removedUnread: new Set(), keyKnown: new Set(), keyPending: new Set(), incremented: new Set(), firstIds: new Map() }
 }
 
 function log(c: Ctx, line: string): void {
@@ -233,6 +235,7 @@ function show(v: unknown): string {
 }
 
 function remember(c: Ctx, h: Handle, obj: Loose): void {
+  if (!c.seg.firstIds.has(h)) c.seg.firstIds.set(h, c.seg.em.idOf(obj as never))
   c.seg.objs.set(h, obj)
   c.seg.handles.set(obj, h)
 }
@@ -859,7 +862,8 @@ async function rolledBack(c: Ctx, op: Extract<Op, { t: 'rolledBack' }>): Promise
     set.clear()
     for (const h of was) set.add(h)
   }
-  for (const [h, obj] of seg.objs) if (!model.ids.has(h)) expect(seg.em.idOf(obj as never), `id of ${h} after a rolled-back transaction`).toBeUndefined()
+  // A new entity keeps the id it had before (from the pool at create); one a flush inside gave it went back.
+  for (const [h, obj] of seg.objs) if (!model.ids.has(h)) expect(seg.em.idOf(obj as never), `id of ${h} after a rolled-back transaction`).toBe(seg.firstIds.get(h))
   await compareDatabase(c)
   checkLoaded(c)
 }
@@ -1076,7 +1080,7 @@ async function expectFailedFlush(c: Ctx, expected: NonNullable<ReturnType<typeof
     expect(db.queries.slice(sent).filter((q) => q.phase === 'write'), 'an EntityStateError flush sends no write').toEqual([])
   }
   // The EntityManager is as it was: new entities still have no id.
-  for (const [h, obj] of c.seg.objs) if (!c.model.ids.has(h)) expect(em.idOf(obj as never), `id of ${h} after a failed flush`).toBeUndefined()
+  for (const [h, obj] of c.seg.objs) if (!c.model.ids.has(h)) expect(em.idOf(obj as never), `id of ${h} after a failed flush`).toBe(c.seg.firstIds.get(h))
   await compareDatabase(c)
   checkLoaded(c)
 }
@@ -1144,6 +1148,7 @@ async function expectFlush(c: Ctx): Promise<void> {
     if (model.ids.has(h)) continue
     const id = em.idOf(c.seg.objs.get(h) as never)
     expect(typeof id, `id of ${h} after its flush`).toBe('number')
+    if (c.seg.firstIds.get(h) !== undefined) expect(id, `${h} inserted with the id it took at create`).toBe(c.seg.firstIds.get(h))
     model.ids.set(h, id as number)
     model.byId.set(`${kindOf(h)}:${String(id)}`, h)
   }

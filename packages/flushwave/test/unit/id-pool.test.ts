@@ -31,6 +31,34 @@ function sequences(delayMs = 0) {
   return { fetch, calls, fetchedTotal, failOnce: (error: Error) => void (failNext = error) }
 }
 
+describe('IdPool.takeNow (an id at create)', () => {
+  it('never waits: none from an empty pool, none while a flush waits for ids', async () => {
+    const { fetch } = sequences(5)
+    const pool = new IdPool({ blockSize: 10 })
+    expect(pool.takeNow(Book)).toBeUndefined()
+    const waiting = pool.take(new Map([[Book, 5]]), fetch)
+    expect(pool.takeNow(Book)).toBeUndefined() // the waiting flush is served first
+    expect((await waiting).ids.get(Book)).toEqual(['1', '2', '3', '4', '5'])
+    expect([pool.takeNow(Book), pool.takeNow(Book)]).toEqual(['6', '7'])
+    expect(pool.takeNow(Author)).toBeUndefined() // another table's ids were never fetched
+  })
+
+  it('hands out given-back ids first, and leaves refills to the flushes', async () => {
+    const { fetch, calls } = sequences()
+    const pool = new IdPool({ blockSize: 10 })
+    await pool.take(new Map([[Book, 1]]), fetch) // 1, and a spare block of 10: 2..11
+    pool.give(Book, ['1'])
+    expect(pool.takeNow(Book)).toBe('1')
+    const taken = Array.from({ length: 9 }, () => pool.takeNow(Book))
+    expect(taken).toEqual(['2', '3', '4', '5', '6', '7', '8', '9', '10'])
+    expect(calls).toHaveLength(1) // below half a block, yet no fetch midway through a loop of creates
+    pool.refillIfLow() // what a flush does once it is over
+    expect(calls).toHaveLength(2)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(pool.spareOf(Book)).toBeGreaterThan(10)
+  })
+})
+
 describe('IdPool', () => {
   it('fetches every short table in one request and stops fetching under a steady load', async () => {
     const { fetch, calls } = sequences()
