@@ -149,7 +149,18 @@ function insertOp(entity: EntityMeta, rows: readonly RowInsert[]): InsertOp {
   }
 }
 
-function updateOp(entity: EntityMeta, rows: readonly RowUpdate[]): UpdateOp {
+/**
+ * Rows of an UPDATE or DELETE in one order for every transaction (by id text; any total order
+ * does): where the server locks them in array order (a nested loop over the unnest), concurrent
+ * flushes then lock shared rows alike instead of deadlocking. A hash join over a small table locks
+ * in heap order, which no order of ours changes. Sorting 10,000 ids takes about 3 ms.
+ */
+function inLockOrder<T extends { readonly id: string }>(rows: readonly T[]): readonly T[] {
+  return rows.length < 2 ? rows : [...rows].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
+function updateOp(entity: EntityMeta, unordered: readonly RowUpdate[]): UpdateOp {
+  const rows = inLockOrder(unordered)
   const counting = rows.some((r) => r.increments !== undefined)
   return {
     kind: 'update',
@@ -169,7 +180,8 @@ function updateOp(entity: EntityMeta, rows: readonly RowUpdate[]): UpdateOp {
   }
 }
 
-function deleteOp(entity: EntityMeta, rows: readonly RowDelete[]): DeleteOp {
+function deleteOp(entity: EntityMeta, unordered: readonly RowDelete[]): DeleteOp {
+  const rows = inLockOrder(unordered)
   return { kind: 'delete', entity, ids: rows.map((r) => r.id), versions: entity.version ? rows.map((r) => r.version ?? null) : undefined }
 }
 

@@ -130,3 +130,15 @@ describe('select statements', () => {
     expect(s.params).toEqual(["O'Brien%", '{"1","2"}', '5'])
   })
 })
+
+describe('lock order', () => {
+  it('updates and deletes rows in id order whatever order the changes came in, so concurrent flushes lock alike', () => {
+    const title = Book.fields.findIndex((f) => f.prop === 'title')
+    const update = (id: string) => ({ entity: Book, id, changed: new Map([[title, `t${id}`]]) })
+    const plan = planFlush({ ...empty, updates: ['30', '4', '100'].map(update), deletes: ['9', '2'].map((id) => ({ entity: Tag, id })) }, bookstore.insertOrder)
+    const ops = plan.waves[0]!.ops.filter((op) => op.kind === 'update' || op.kind === 'delete')
+    expect(ops.map((op) => ('ids' in op ? op.ids : []))).toEqual([['100', '30', '4'], ['2', '9']])
+    const updated = ops[0]!
+    expect(updated.kind === 'update' && updated.columns[title]!.values).toEqual(['t100', 't30', 't4'])
+  })
+})
