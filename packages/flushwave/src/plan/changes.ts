@@ -45,6 +45,12 @@ export interface RowDelete {
    * inserts and updates, so that a replace by key commits (see replacedKeys in change-set.ts).
    */
   readonly first?: true
+  /**
+   * For an entity that refers to itself: the ids its row refers to through those references, as
+   * read (null or missing when unknown). A table split into several DELETE statements goes
+   * children first (see childrenFirst in planner.ts).
+   */
+  readonly parents?: readonly Text[]
 }
 
 export interface LinkChange {

@@ -8,15 +8,22 @@ import type { Text } from './changes.js'
 export type Op = InsertOp | UpdateOp | DeleteOp | LinkInsertOp | LinkDeleteOp | LinkPurgeOp | CascadeDeleteOp | CascadeNullOp | UnlinkCycleOp
 
 /**
- * Rows named without reading them: the rows with these ids, or the rows of `entity` whose `field`
- * points at rows of `parent` (so a cascade reaches children the client never loaded).
+ * Rows named without reading them: the rows with these ids; the rows of `entity` whose `field`
+ * points at rows of `parent` (so a cascade reaches children the client never loaded); or the rows
+ * below `roots` in a tree, through `field`, a self-reference of `entity` (not the roots themselves).
  */
 export type RowSet =
   | { readonly kind: 'ids'; readonly entity: EntityMeta; readonly ids: readonly string[] }
   | { readonly kind: 'children'; readonly entity: EntityMeta; readonly field: FieldMeta; readonly parent: RowSet }
+  | { readonly kind: 'subtree'; readonly entity: EntityMeta; readonly field: FieldMeta; readonly roots: RowSet }
 
 export function rootIds(rows: RowSet): readonly string[] {
-  return rows.kind === 'ids' ? rows.ids : rootIds(rows.parent)
+  return rows.kind === 'ids' ? rows.ids : rootIds(rows.kind === 'children' ? rows.parent : rows.roots)
+}
+
+/** The self-references of an entity that cascade: deleting a row deletes the tree below it. */
+export function treeFields(entity: EntityMeta): readonly FieldMeta[] {
+  return entity.fields.filter((f) => f.ref?.target === entity && f.ref.onDelete === 'cascade')
 }
 
 export interface InsertOp {
@@ -72,7 +79,10 @@ export interface LinkPurgeOp {
   readonly rows: RowSet
 }
 
-/** Deletes the children of rows being deleted, for a many-to-one declared `onDelete('cascade')`. */
+/**
+ * Deletes the children of rows being deleted, for a many-to-one declared `onDelete('cascade')`
+ * (and, in the same statement, the trees below them when their entity's self-reference cascades).
+ */
 export interface CascadeDeleteOp {
   readonly kind: 'cascade-delete'
   readonly rows: Extract<RowSet, { kind: 'children' }>
@@ -127,10 +137,24 @@ export function rowCount(op: Op): number {
  * it returns the written rows themselves.
  */
 export function serverCountsRows(op: Op): boolean {
-  return !('versions' in op && op.versions) || (op.kind === 'update' && op.increments !== undefined)
+  return !('versions' in op && op.versions) || returnsRows(op)
 }
 
-/** Whether the op's statement returns rows the flush reads: an update with increments (new counter values). */
+/**
+ * Whether the op's statement returns rows the flush reads: an update with increments (the new
+ * counter values), and every statement that reaches rows the client did not name (cascades, and
+ * deletes of a cascading tree), whose ids let the identity map follow exactly what the server did.
+ */
 export function returnsRows(op: Op): boolean {
-  return op.kind === 'update' && op.increments !== undefined
+  switch (op.kind) {
+    case 'update':
+      return op.increments !== undefined
+    case 'cascade-delete':
+    case 'cascade-null':
+      return true
+    case 'delete':
+      return treeFields(op.entity).length > 0
+    default:
+      return false
+  }
 }

@@ -31,7 +31,7 @@ export function planFlush(
   const deletes = byEntity(changes.deletes.filter((d) => !d.first))
   const links = order.flatMap((e) => e.manyToMany)
   const replaced = byEntity(changes.deletes.filter((d) => d.first))
-  if (replaced.size > 0) ops.push(...deleting(replaced, order, links))
+  if (replaced.size > 0) ops.push(...deleting(replaced, order, links, maxRows))
   const newIds = newIdsOf(inserts)
   const fixUps: Op[] = []
   for (const entity of order) {
@@ -56,7 +56,7 @@ export function planFlush(
     const removes = linkRemoves.get(link)
     if (removes) ops.push(linkOp('link-delete', link, unique(removes)))
   }
-  ops.push(...deleting(deletes, order, links))
+  ops.push(...deleting(deletes, order, links, maxRows))
   const chunked = ops.flatMap((op) => chunk(op, maxRows))
   const waves = chunked.length === 0 ? [] : [{ ops: chunked, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
   return Object.freeze({ waves, preparation })
@@ -66,7 +66,7 @@ export function planFlush(
  * Deletes rows, per table children first: cycle references of every doomed row cleared, then each
  * table's cascades, its links, its rows.
  */
-function deleting(deletes: ReadonlyMap<EntityMeta, readonly RowDelete[]>, order: readonly EntityMeta[], links: readonly ManyToManyMeta[]): Op[] {
+function deleting(deletes: ReadonlyMap<EntityMeta, readonly RowDelete[]>, order: readonly EntityMeta[], links: readonly ManyToManyMeta[], maxRows: number): Op[] {
   const doomed: RowSet[] = []
   const ops: Op[] = []
   for (const entity of [...order].reverse()) {
@@ -75,7 +75,7 @@ function deleting(deletes: ReadonlyMap<EntityMeta, readonly RowDelete[]>, order:
     const set: RowSet = { kind: 'ids', entity, ids: rows.map((r) => r.id) }
     doomed.push(set)
     cascade(set, order, ops, doomed)
-    ops.push(...purgeOps(set, links), deleteOp(entity, rows))
+    ops.push(...purgeOps(set, links), deleteOp(entity, rows, rows.length > maxRows))
   }
   const unlinks: Op[] = []
   for (const rows of doomed) {
@@ -140,6 +140,33 @@ function parentsFirst(entity: EntityMeta, rows: readonly RowInsert[]): readonly 
   return order.map((i) => rows[i]!)
 }
 
+/**
+ * A self-referencing table's removed rows, each before the removed row it refers to (as read): a
+ * table split into several DELETE statements is checked statement by statement, so a parent must
+ * not go in an earlier chunk than its children (nor, in a cascading tree, may an earlier chunk's
+ * tree take a later chunk's rows, whose versions are still to be checked). Linear (Kahn's order,
+ * stable); rows whose parents were not read keep their place after the others.
+ */
+function childrenFirst(rows: readonly RowDelete[]): readonly RowDelete[] {
+  if (!rows.some((r) => r.parents?.some((p) => p !== null))) return rows
+  const at = new Map(rows.map((r, i) => [r.id, i]))
+  const children = new Array<number>(rows.length).fill(0)
+  const parentsOf: number[][] = rows.map(() => [])
+  rows.forEach((row, i) => {
+    for (const parent of row.parents ?? []) {
+      const j = parent === null ? undefined : at.get(parent)
+      if (j === undefined || j === i) continue
+      children[j]!++
+      parentsOf[i]!.push(j)
+    }
+  })
+  const order: number[] = []
+  rows.forEach((_, i) => children[i] === 0 && order.push(i))
+  for (let k = 0; k < order.length; k++) for (const j of parentsOf[order[k]!]!) if (--children[j]! === 0) order.push(j)
+  if (order.length < rows.length) rows.forEach((_, i) => children[i]! > 0 && order.push(i))
+  return order.map((i) => rows[i]!)
+}
+
 function insertOp(entity: EntityMeta, rows: readonly RowInsert[]): InsertOp {
   return {
     kind: 'insert',
@@ -180,8 +207,9 @@ function updateOp(entity: EntityMeta, unordered: readonly RowUpdate[]): UpdateOp
   }
 }
 
-function deleteOp(entity: EntityMeta, unordered: readonly RowDelete[]): DeleteOp {
-  const rows = inLockOrder(unordered)
+function deleteOp(entity: EntityMeta, unordered: readonly RowDelete[], chunked = false): DeleteOp {
+  const sorted = inLockOrder(unordered)
+  const rows = chunked ? childrenFirst(sorted) : sorted
   return { kind: 'delete', entity, ids: rows.map((r) => r.id), versions: entity.version ? rows.map((r) => r.version ?? null) : undefined }
 }
 

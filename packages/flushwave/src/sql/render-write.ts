@@ -1,4 +1,4 @@
-import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type UnlinkCycleOp, type DeleteOp, type InsertOp, type LinkDeleteOp, type LinkInsertOp, type LinkPurgeOp, type Op, type RowSet, type UpdateOp } from '../plan/ops.js'
+import { rootIds, treeFields, type CascadeDeleteOp, type CascadeNullOp, type UnlinkCycleOp, type DeleteOp, type InsertOp, type LinkDeleteOp, type LinkInsertOp, type LinkPurgeOp, type Op, type RowSet, type UpdateOp } from '../plan/ops.js'
 import type { Plan } from '../plan/plan.js'
 import { counterFields } from '../schema/counters.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
@@ -148,20 +148,42 @@ export const STALE_MARK = 'flushwave-stale:'
 
 function renderDelete(op: DeleteOp) {
   const e = op.entity
+  const roots: RowSet = { kind: 'ids', entity: e, ids: op.ids }
   if (!op.versions || !e.version) {
-    return {
-      text: `delete from ${e.quotedTable} where ${e.id.quoted} = any($1::${e.id.type.sqlType}[])`,
-      params: [arrayLiteral(op.ids)],
-    }
+    const text =
+      treeFields(e).length === 0
+        ? `delete from ${e.quotedTable} where ${e.id.quoted} = any($1::${e.id.type.sqlType}[])`
+        : `delete from ${e.quotedTable} as t where ${orBelow(`t.${e.id.quoted} = any($1::${e.id.type.sqlType}[])`, roots)} returning t.${e.id.quoted}::text`
+    return { text, params: [arrayLiteral(op.ids)] }
   }
   const v = e.version
+  const d = `with d as (select * from unnest($1::${e.id.type.sqlType}[], $2::${v.type.sqlType}[]) as d(k, ver)), `
+  const params = [arrayLiteral(op.ids), arrayLiteral(op.versions)]
+  if (treeFields(e).length === 0) {
+    return {
+      text: d + `w as (delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` + staleCheck(e.table),
+      params,
+    }
+  }
+  // The rows below the removed ones in a cascading tree go in the same statement, unchecked (the
+  // version check is for the rows the application removed); every id deleted comes back.
+  const removed = orBelow(`exists (select from d where d.k = t.${e.id.quoted} and d.ver = t.${v.quoted})`, roots)
   return {
     text:
-      `with d as (select * from unnest($1::${e.id.type.sqlType}[], $2::${v.type.sqlType}[]) as d(k, ver)), ` +
-      `w as (delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` +
-      staleCheck(e.table),
-    params: [arrayLiteral(op.ids), arrayLiteral(op.versions)],
+      d +
+      `w as (delete from ${e.quotedTable} as t where ${removed} returning t.${e.id.quoted} as k) ` +
+      `select w.k::text from (${staleCheck(e.table)}) as x(stale) left join w on x.stale is null`,
+    params,
   }
+}
+
+/**
+ * `condition`, or, when the entity's self-reference cascades, also the rows below `rows` in the
+ * tree: one statement deletes both, so every foreign key is checked once all are gone.
+ */
+function orBelow(condition: string, rows: RowSet): string {
+  const below = treeFields(rows.entity).map((field) => matches(`t.${rows.entity.id.quoted}`, { kind: 'subtree', entity: rows.entity, field, roots: rows }))
+  return below.length === 0 ? condition : `(${[condition, ...below].join(' or ')})`
 }
 
 function linkColumns(link: { owner: EntityMeta; target: EntityMeta; ownColumn: string; targetColumn: string }) {
@@ -205,7 +227,7 @@ function renderLinkPurge(op: LinkPurgeOp) {
 function renderCascadeDelete(op: CascadeDeleteOp) {
   const { entity, field, parent } = op.rows
   return {
-    text: `delete from ${entity.quotedTable} as t where ${matches(`t.${field.quoted}`, parent)}`,
+    text: `delete from ${entity.quotedTable} as t where ${orBelow(matches(`t.${field.quoted}`, parent), op.rows)} returning t.${entity.id.quoted}::text`,
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }
@@ -213,14 +235,14 @@ function renderCascadeDelete(op: CascadeDeleteOp) {
 function renderCascadeNull(op: CascadeNullOp) {
   const { entity, field, parent } = op.rows
   return {
-    text: `update ${entity.quotedTable} as t set ${field.quoted} = null where ${matches(`t.${field.quoted}`, parent)}`,
+    text: `update ${entity.quotedTable} as t set ${field.quoted} = null where ${matches(`t.${field.quoted}`, parent)} returning t.${entity.id.quoted}::text`,
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }
 
 function renderUnlinkCycle(op: UnlinkCycleOp) {
   const e = op.rows.entity
-  const where = op.rows.kind === 'ids' ? matches(`t.${e.id.quoted}`, op.rows) : matches(`t.${op.rows.field.quoted}`, op.rows.parent)
+  const where = op.rows.kind === 'children' ? matches(`t.${op.rows.field.quoted}`, op.rows.parent) : matches(`t.${e.id.quoted}`, op.rows)
   const sets = op.fields.map((f) => `${f.quoted} = null`).join(', ')
   return {
     text: `update ${e.quotedTable} as t set ${sets} where ${where} and (${op.fields.map((f) => `t.${f.quoted} is not null`).join(' or ')})`,
@@ -228,9 +250,23 @@ function renderUnlinkCycle(op: UnlinkCycleOp) {
   }
 }
 
-/** `column` refers to one of `rows`: `= any($1)` for ids, a subquery per level for children. */
+/**
+ * `column` refers to one of `rows`: `= any($1)` for ids, a subquery per level for children, and a
+ * recursive one for the rows below roots in a tree (`union`: a cycle in the data cannot loop it).
+ */
 function matches(column: string, rows: RowSet, depth = 1): string {
   if (rows.kind === 'ids') return `${column} = any($1::${rows.entity.id.type.sqlType}[])`
+  if (rows.kind === 'subtree') {
+    const { entity, field, roots } = rows
+    const [tree, row, id] = [`s${depth}`, `r${depth}`, entity.id.quoted]
+    const notRoot = `not ${matches(`${row}.${id}`, roots, depth + 1)}`
+    return (
+      `${column} in (with recursive ${tree}(id) as (` +
+      `select ${row}.${id} from ${entity.quotedTable} as ${row} where ${matches(`${row}.${field.quoted}`, roots, depth + 1)} and ${notRoot} ` +
+      `union select ${row}.${id} from ${entity.quotedTable} as ${row} join ${tree} on ${row}.${field.quoted} = ${tree}.id where ${notRoot}` +
+      `) select id from ${tree})`
+    )
+  }
   const alias = `c${depth}`
   return (
     `${column} in (select ${alias}.${rows.entity.id.quoted} from ${rows.entity.quotedTable} as ${alias} ` +

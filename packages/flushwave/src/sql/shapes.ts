@@ -75,5 +75,6 @@ function empty(op: Op): Op {
 }
 
 function emptyRoot(rows: RowSet): RowSet {
-  return rows.kind === 'ids' ? { ...rows, ids: [] } : { ...rows, parent: emptyRoot(rows.parent) }
+  if (rows.kind === 'ids') return { ...rows, ids: [] }
+  return rows.kind === 'children' ? { ...rows, parent: emptyRoot(rows.parent) } : { ...rows, roots: emptyRoot(rows.roots) }
 }

@@ -75,7 +75,12 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
     const meta = state.meta
     if (state.status === 'new' && state.id === undefined && !assigned.has(entity)) continue
     if (state.status === 'removed') {
-      deletes.push({ entity: meta, id: idText(state, entity), ...(meta.version ? { version: expectedVersion(state) } : {}) })
+      deletes.push({
+        entity: meta,
+        id: idText(state, entity),
+        ...(meta.version ? { version: expectedVersion(state) } : {}),
+        ...(selfReferences(meta).length > 0 ? { parents: parentsRead(state, selfReferences(meta), idText) } : {}),
+      })
       deleted.push(entity)
       continue
     }
@@ -139,6 +144,23 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   return { changes: { inserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections, counted }
 }
 
+const selfByMeta = new WeakMap<EntityMeta, readonly FieldMeta[]>()
+
+/** The references of an entity to its own table. */
+function selfReferences(meta: EntityMeta): readonly FieldMeta[] {
+  let fields = selfByMeta.get(meta)
+  if (fields === undefined) selfByMeta.set(meta, (fields = meta.fields.filter((f) => f.ref?.target === meta)))
+  return fields
+}
+
+/** The ids a removed row referred to through its self-references, as read (null when not read). */
+function parentsRead(state: EntityState, fields: readonly FieldMeta[], idText: (state: EntityState, entity: HasState) => string): Text[] {
+  return fields.map((f) => {
+    const target = state.snapshot?.[f.prop] as HasState | null | undefined
+    return target ? idText(target[STATE], target) : null
+  })
+}
+
 /** Pending deltas as the UPDATE's text values, by index into `meta.fields`. */
 function incrementTexts(meta: EntityMeta, increments: ReadonlyMap<FieldMeta, unknown>): Map<number, Text> | undefined {
   if (increments.size === 0) return undefined
@@ -151,23 +173,34 @@ function incrementTexts(meta: EntityMeta, increments: ReadonlyMap<FieldMeta, unk
 
 /**
  * What the cascade statements will do to entities this EntityManager holds: children of deleted
- * entities are deleted too (added to `deleted`) or have their reference cleared (returned).
+ * entities are deleted too (added to `deleted`; down a cascading tree as well) or have their
+ * reference cleared (returned). Linear: one pass indexes the loaded entities by the parents they
+ * cascade from, then a walk from the deleted ones.
  */
 function cascadeInMemory(map: IdentityMap, deleted: HasState[]): [HasState, FieldMeta][] {
   const gone = new Set(deleted)
-  const alive = map.all().filter((e) => e[STATE].status === 'managed' || e[STATE].status === 'stub')
-  for (let grew = true; grew; ) {
-    grew = false
-    for (const entity of alive) {
-      if (gone.has(entity)) continue
+  const alive: HasState[] = []
+  const cascadingFrom = new Map<HasState, HasState[]>()
+  for (const [, entities] of map.byType()) {
+    for (const entity of entities) {
       const state = entity[STATE]
-      const doomed = state.meta.fields.some(
-        (f) => f.ref?.onDelete === 'cascade' && f.ref.target !== state.meta && gone.has(state.values[f.prop] as HasState),
-      )
-      if (!doomed) continue
-      gone.add(entity)
-      deleted.push(entity)
-      grew = true
+      if (state.status !== 'managed' && state.status !== 'stub') continue
+      alive.push(entity)
+      for (const f of state.meta.fields) {
+        if (f.ref?.onDelete !== 'cascade') continue
+        const parent = state.values[f.prop] as HasState | null | undefined
+        if (!parent) continue
+        const list = cascadingFrom.get(parent)
+        if (list) list.push(entity)
+        else cascadingFrom.set(parent, [entity])
+      }
+    }
+  }
+  for (let i = 0; i < deleted.length; i++) {
+    for (const child of cascadingFrom.get(deleted[i]!) ?? []) {
+      if (gone.has(child)) continue
+      gone.add(child)
+      deleted.push(child)
     }
   }
   const nulled: [HasState, FieldMeta][] = []

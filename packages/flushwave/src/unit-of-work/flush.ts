@@ -120,6 +120,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   clock.lap('write')
   record(ctx.uow, set, assigned)
   if (set.counted.size > 0) readBack(ctx.uow, set.counted, outcome.returned)
+  if (outcome.returned.size > 0) followCascades(ctx.uow, outcome.returned)
   ctx.onWritten?.(set)
   clock.lap('record')
   const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, clock)
@@ -232,6 +233,32 @@ function readBack(uow: UnitOfWork, counted: ChangeSet['counted'], returned: Read
     }
   }
   for (const [entity, deltas] of counted) if (!done.has(entity)) forgetCounters(entity, deltas.keys())
+}
+
+/**
+ * The rows the server's cascades deleted or unlinked, by the ids their statements returned: loaded
+ * entities among them are detached, or lose the reference, even when the client could not see the
+ * way there (through a reference it never loaded). The change set's own guess covers the rest.
+ */
+function followCascades(uow: UnitOfWork, returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
+  for (const [op, rows] of returned) {
+    if (op.kind !== 'delete' && op.kind !== 'cascade-delete' && op.kind !== 'cascade-null') continue
+    const meta = op.kind === 'delete' ? op.entity : op.rows.entity
+    for (const row of rows) {
+      const entity = uow.map.get(meta, meta.id.type.fromDb(row[0]))
+      const state = entity?.[STATE]
+      if (!entity || !state || (state.status !== 'managed' && state.status !== 'stub')) continue
+      uow.changing(entity)
+      if (op.kind === 'cascade-null') {
+        const field = op.rows.field
+        if (!isChanged(state, field)) state.values[field.prop] = null // unless set again while the flush was in flight
+        if (state.snapshot) state.snapshot[field.prop] = null
+      } else {
+        state.status = 'detached'
+        uow.map.delete(entity)
+      }
+    }
+  }
 }
 
 function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrips: number, coldStatements: number, clock: PhaseClock): FlushResult {
