@@ -1,4 +1,4 @@
-import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
+import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
 
 /**
  * What a flush must write, with every value already checked and in PostgreSQL text form, and every
@@ -19,6 +19,15 @@ export interface RowInsert {
   readonly id: string
   /** One value per `entity.fields`, in order. */
   readonly values: readonly Text[]
+  /** An upsert: on a conflict over `key`, the existing row gets `update` instead (see em.upsert). */
+  readonly upsert?: UpsertSpec
+}
+
+export interface UpsertSpec {
+  /** The unique key's fields, or 'id' (a provided id). */
+  readonly key: readonly FieldMeta[] | 'id'
+  /** The fields a conflict updates, in `entity.fields` order. */
+  readonly update: readonly FieldMeta[]
 }
 
 export interface RowUpdate {

@@ -1,5 +1,5 @@
 import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
-import type { Text } from './changes.js'
+import type { Text, UpsertSpec } from './changes.js'
 
 /**
  * A plan's operations: one per table and kind, with values held column-wise, so that each renders to
@@ -32,6 +32,8 @@ export interface InsertOp {
   readonly ids: readonly string[]
   /** One array per `entity.fields`, each with one value per row. */
   readonly columns: readonly (readonly Text[])[]
+  /** Upserts (one key and one set of updated fields per op): the statement returns every row. */
+  readonly upsert?: UpsertSpec
 }
 
 export interface UpdateOp {
@@ -149,6 +151,8 @@ export function returnsRows(op: Op): boolean {
   switch (op.kind) {
     case 'update':
       return op.increments !== undefined
+    case 'insert':
+      return op.upsert !== undefined
     case 'cascade-delete':
     case 'cascade-null':
       return true

@@ -35,11 +35,17 @@ export function planFlush(
   const newIds = newIdsOf(inserts)
   const fixUps: Op[] = []
   for (const entity of order) {
-    const rows = inserts.get(entity)
-    if (!rows) continue
-    const { now, later } = breakCycles(entity, rows, newIds)
-    ops.push(insertOp(entity, rows.length > maxRows ? parentsFirst(entity, now) : now))
-    if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined, increments: undefined })
+    const all = inserts.get(entity)
+    if (!all) continue
+    const rows = all.filter((r) => r.upsert === undefined)
+    // Upserts first, one op per key and set of updated fields: a row created in the same flush with
+    // an upserted key is then a duplicate (UniqueViolationError), as any create of a taken key is.
+    if (rows.length < all.length) for (const group of upsertGroups(all)) ops.push({ ...insertOp(entity, group), upsert: group[0]!.upsert! })
+    if (rows.length > 0) {
+      const { now, later } = breakCycles(entity, rows, newIds)
+      ops.push(insertOp(entity, rows.length > maxRows ? parentsFirst(entity, now) : now))
+      if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined, increments: undefined })
+    }
   }
   ops.push(...fixUps)
   const linkAdds = byLink(changes.linkAdds)
@@ -165,6 +171,20 @@ function childrenFirst(rows: readonly RowDelete[]): readonly RowDelete[] {
   for (let k = 0; k < order.length; k++) for (const j of parentsOf[order[k]!]!) if (--children[j]! === 0) order.push(j)
   if (order.length < rows.length) rows.forEach((_, i) => children[i]! > 0 && order.push(i))
   return order.map((i) => rows[i]!)
+}
+
+/** Upsert rows grouped by conflict key and updated fields (the statement's text depends on both), in order. */
+function upsertGroups(rows: readonly RowInsert[]): RowInsert[][] {
+  const groups = new Map<string, RowInsert[]>()
+  for (const row of rows) {
+    const spec = row.upsert
+    if (!spec) continue
+    const signature = `${spec.key === 'id' ? 'id' : spec.key.map((f) => f.prop).join(',')}|${spec.update.map((f) => f.prop).join(',')}`
+    const group = groups.get(signature)
+    if (group) group.push(row)
+    else groups.set(signature, [row])
+  }
+  return [...groups.values()]
 }
 
 function insertOp(entity: EntityMeta, rows: readonly RowInsert[]): InsertOp {

@@ -1,5 +1,6 @@
 import { rootIds, treeFields, type CascadeDeleteOp, type CascadeNullOp, type UnlinkCycleOp, type DeleteOp, type InsertOp, type LinkDeleteOp, type LinkInsertOp, type LinkPurgeOp, type Op, type RowSet, type UpdateOp } from '../plan/ops.js'
 import type { Plan } from '../plan/plan.js'
+import type { UpsertSpec } from '../plan/changes.js'
 import { counterFields } from '../schema/counters.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
@@ -46,10 +47,22 @@ function renderInsert(op: InsertOp) {
   const select = e.fields.some((f) => f.type.wire)
     ? `select d.c0, ${e.fields.map((f, i) => decoded(f, `d.c${i + 1}`)).join(', ')} from unnest(${arrays}) as d(${[e.id, ...e.fields].map((_, i) => `c${i}`).join(', ')})`
     : `select * from unnest(${arrays})`
-  return {
-    text: `insert into ${e.quotedTable} (${names}) ${select}`,
-    params: [arrayLiteral(op.ids), ...op.columns.map(arrayLiteral)],
-  }
+  const params = [arrayLiteral(op.ids), ...op.columns.map(arrayLiteral)]
+  if (op.upsert === undefined) return { text: `insert into ${e.quotedTable} (${names}) ${select}`, params }
+  return { text: `insert into ${e.quotedTable} as t (${names}) ${select} ${onConflict(e, op.upsert)}`, params }
+}
+
+/**
+ * An upsert: on a conflict over its key, the existing row takes the given fields (and advances its
+ * version, unchecked); with none given, a no-op update, so that the row still comes back. Every
+ * row written returns its id and every column, as text where a driver could parse it otherwise.
+ */
+function onConflict(e: EntityMeta, spec: UpsertSpec): string {
+  const key = spec.key === 'id' ? [e.id.quoted] : spec.key.map((f) => f.quoted)
+  const sets = spec.update.length > 0 ? spec.update.map((f) => `${f.quoted} = excluded.${f.quoted}`) : [`${key[0]} = excluded.${key[0]}`]
+  if (e.version) sets.push(`${e.version.quoted} = t.${e.version.quoted} + 1`)
+  const returning = [`t.${e.id.quoted}::text`, ...e.fields.map((f) => (f.ref ? `t.${f.quoted}::text` : f.type.selectExpr(`t.${f.quoted}`)))]
+  return `on conflict (${key.join(', ')}) do update set ${sets.join(', ')} returning ${returning.join(', ')}`
 }
 
 /** The type a field's values travel in (see ColumnType.wire). */

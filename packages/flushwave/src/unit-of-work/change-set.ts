@@ -57,6 +57,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
     if (target.status === 'removed' || target.status === 'detached') {
       throw new EntityStateError(`${label(state)}.${field.prop} refers to ${label(target)}, which is ${target.status}`)
     }
+    if (target.status === 'new' && target.upsert) throw upsertedTarget(`${label(state)}.${field.prop}`, target)
     return idText(target, value as HasState)
   }
   const inserts: RowInsert[] = []
@@ -93,7 +94,8 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
         snapshot[field.prop] = field.ref ? value : text
         return text
       })
-      inserts.push({ entity: meta, id: idText(state, entity), values })
+      const upsert = state.upsert && { key: state.upsert.key, update: meta.fields.filter((f) => state.upsert!.update.has(f)) }
+      inserts.push({ entity: meta, id: idText(state, entity), values, ...(upsert && { upsert }) })
       inserted.push(entity)
       written.set(entity, snapshot)
     } else {
@@ -125,10 +127,12 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
     for (const collection of state.collections?.values() ?? []) {
       if (!(collection instanceof ManyToManyCollection)) continue
       if (collection.added.size + collection.removed.size === 0) continue
+      if (state.status === 'new' && state.upsert && collection.added.size > 0) throw upsertedTarget(`${label(state)}.${collection.meta.prop}`, state)
       const owner = idText(state, entity)
       for (const target of collection.added) {
         const t = target[STATE]
         if (t.status === 'removed' || t.status === 'detached') continue
+        if (t.status === 'new' && t.upsert) throw upsertedTarget(`${label(state)}.${collection.meta.prop}`, t)
         linkAdds.push({ link: collection.meta, owner, target: idText(t, target) })
       }
       for (const target of collection.removed) {
@@ -159,6 +163,11 @@ function parentsRead(state: EntityState, fields: readonly FieldMeta[], idText: (
     const target = state.snapshot?.[f.prop] as HasState | null | undefined
     return target ? idText(target[STATE], target) : null
   })
+}
+
+/** A row written in the flush of an upsert cannot refer to it: the row (and its id) is known only after. */
+function upsertedTarget(what: string, target: EntityState): EntityStateError {
+  return new EntityStateError(`${what} refers to ${label(target)}, upserted in this flush: its row, and its id, are known only once the flush is over; flush the upsert first`)
 }
 
 /** Pending deltas as the UPDATE's text values, by index into `meta.fields`. */

@@ -69,6 +69,9 @@ function classFor(meta: EntityMeta): EntityClass {
         writable(state)
         if (field.version) throw new EntityStateError(`${label(state)}.${field.prop} is the optimistic-lock version: flushes advance it`)
         checkValue(state, field, value)
+        if (state.upsert !== undefined && state.status === 'new' && state.upsert.key !== 'id' && state.upsert.key.includes(field)) {
+          throw new EntityStateError(`${label(state)}.${field.prop} is the key of its pending upsert: upsert again with the other key instead`)
+        }
         ;(state.owner as CollectionFactory).changing(this)
         state.values[field.prop] = value
         // An assigned value replaces what was pending: the flush writes exactly it.

@@ -41,6 +41,11 @@ export interface LockOptions {
   readonly wait?: 'nowait' | 'skip-locked'
 }
 
+/** What `em.upsert` conflicts on: a unique property, the properties of a unique key, or a provided id. */
+export interface UpsertOptions<D extends SchemaDefs, K extends EntityName<D>> {
+  readonly onConflict: (keyof CreateInput<D, K> & string) | readonly (keyof CreateInput<D, K> & string)[]
+}
+
 export interface FindOptions<D extends SchemaDefs, K extends EntityName<D>> extends LockOptions {
   readonly orderBy?: OrderBy<D, K>
   readonly limit?: number
@@ -126,6 +131,22 @@ export class EntityManager<D extends SchemaDefs> {
       if (id !== undefined) this.uow.giveId(entity, id)
     }
     return entity as unknown as Entity<D, K>
+  }
+
+  /**
+   * Insert or update by a unique key, in the next flush's pipeline: its INSERT goes `on conflict
+   * (key) do update` of the properties in `data` (the key's aside), and returns the row, whose id
+   * and columns the entity then takes (an existing row keeps its other columns; a versioned one
+   * advances its version, unchecked). `onConflict` names a unique property, the properties of a
+   * unique key, or the id when the application provides ids. When this EntityManager already holds
+   * the entity with that key (an upsert made before, or a row read), that entity is returned with
+   * `data` assigned: two upserts of one key in a flush are one row, the later values winning. The
+   * id is known after the flush; rows written in the same flush cannot refer to it yet.
+   */
+  upsert<K extends EntityName<D>>(name: K, data: CreateInput<D, K>, options: UpsertOptions<D, K>): Entity<D, K> {
+    const meta = this.schema.meta(name)
+    if (typeof options !== 'object' || options === null) throw new InvalidValueError(meta.name, 'options', options, 'upsert() takes { onConflict }')
+    return this.uow.upsert(meta, data as Record<string, unknown>, options.onConflict) as unknown as Entity<D, K>
   }
 
   /**

@@ -49,8 +49,20 @@ export interface EntityState {
    * (`col = col + delta`) by the next flush, which reads the new values back. Undefined when none.
    */
   increments: Map<FieldMeta, unknown> | undefined
+  /**
+   * Set by `em.upsert` on a new entity: its INSERT goes `on conflict (key) do update` of the given
+   * properties, and the flush takes its id from the row (an existing row's, on a conflict).
+   */
+  upsert: Upsert | undefined
   /** Collection objects by property, made on first access (most entities never have one). */
   collections: Map<string, unknown> | undefined
+}
+
+export interface Upsert {
+  /** The unique key the conflict is on: fields of a unique constraint, or 'id' for a provided id. */
+  readonly key: readonly FieldMeta[] | 'id'
+  /** The properties a conflict updates: those the upserts gave, the key's aside. */
+  readonly update: Set<FieldMeta>
 }
 
 /** A Date held by a mutable field, its time, and the snapshot text it had then. */

@@ -8,6 +8,7 @@ import type { EntityMeta } from '../schema/meta.js'
 import { renderPlan } from '../sql/render-write.js'
 import { computeChanges, needingIds, type ChangeSet } from './change-set.js'
 import { STATE, type HasState } from './entity-state.js'
+import type { FieldMeta } from '../schema/meta.js'
 import { forgetCounters, restoreIncrements } from './counters.js'
 import { counterFields } from '../schema/counters.js'
 import { writeText } from '../schema/column-types.js'
@@ -23,6 +24,8 @@ const UPDATES = new Set(['update', 'cascade-null', 'unlink-cycle'])
 export interface FlushResult {
   /** Rows written per table (join tables included), as the server counted them. */
   readonly inserted: Readonly<Record<string, number>>
+  /** Rows upserted per table (`em.upsert`): inserted, or updated on a conflict. */
+  readonly upserted: Readonly<Record<string, number>>
   readonly updated: Readonly<Record<string, number>>
   readonly deleted: Readonly<Record<string, number>>
   readonly statements: number
@@ -121,6 +124,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   record(ctx.uow, set, assigned)
   if (set.counted.size > 0) readBack(ctx.uow, set.counted, outcome.returned)
   if (outcome.returned.size > 0) followCascades(ctx.uow, outcome.returned)
+  settleUpserts(ctx, set, assigned, outcome.returned)
   ctx.onWritten?.(set)
   clock.lap('record')
   const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, clock)
@@ -236,6 +240,64 @@ function readBack(uow: UnitOfWork, counted: ChangeSet['counted'], returned: Read
 }
 
 /**
+ * Upserted entities take the row their statement returned: its id (on a conflict, an existing
+ * row's: the id the flush had taken for it goes back to the pool, never committed) and its columns.
+ * When this EntityManager already held that row as another object (a reference it never loaded),
+ * that object takes the row and the upsert's is detached. Without the rows (a commit recovered
+ * after a lost connection) the id is unknown: the entity is detached, and its row found by its key.
+ */
+function settleUpserts(ctx: FlushContext, set: ChangeSet, assigned: ReadonlyMap<HasState, string>, returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
+  const upserted = set.inserted.filter((e) => e[STATE].upsert !== undefined)
+  if (upserted.length === 0) return
+  const rows = new Map<string, readonly unknown[]>()
+  for (const [op, list] of returned) {
+    if (op.kind !== 'insert' || op.upsert === undefined) continue
+    const key = op.upsert.key
+    const at = key === 'id' ? [0] : key.map((f) => op.entity.fields.indexOf(f) + 1)
+    for (const row of list) rows.set(`${op.entity.name}\u0000${at.map((i) => textOf(key === 'id' ? undefined : op.entity.fields[i - 1], row[i])).join('\u0000')}`, row)
+  }
+  const { uow } = ctx
+  const deleted = new Set(set.deleted.map((e) => `${e[STATE].meta.name}\u0000${String(e[STATE].id)}`))
+  for (const entity of upserted) {
+    const state = entity[STATE]
+    const meta = state.meta
+    const spec = state.upsert!
+    const sent = assigned.get(entity) ?? meta.id.type.toText(state.id)
+    const key = spec.key === 'id' ? [sent] : spec.key.map((f) => textOf(f, f.ref ? (state.values[f.prop] as HasState)[STATE].id : state.values[f.prop], true))
+    const row = rows.get(`${meta.name}\u0000${key.join('\u0000')}`)
+    uow.map.delete(entity) // registered under the id it was sent with
+    if (row === undefined) {
+      state.status = 'detached'
+      continue
+    }
+    const id = String(row[0])
+    if (id !== sent && assigned.has(entity)) ctx.ids.give(meta, [sent])
+    state.id = meta.id.type.fromDb(id)
+    state.poolId = false
+    // The row this upsert met was deleted later in the same flush (a reference to it removed).
+    if (deleted.has(`${meta.name}\u0000${id}`)) {
+      state.status = 'detached'
+      continue
+    }
+    const held = uow.map.get(meta, state.id)
+    if (held !== undefined && held !== entity) {
+      state.status = 'detached'
+      uow.hydrate(meta, row, true)
+      continue
+    }
+    uow.map.add(entity)
+    uow.hydrate(meta, row, true) // the row's columns: a conflict's existing row keeps those not given
+  }
+}
+
+/** A key column as text, from a returned row (`raw`) or, with `fromValue`, from an entity's value. */
+function textOf(field: FieldMeta | undefined, raw: unknown, fromValue = false): string {
+  if (raw === null || raw === undefined) return ''
+  if (field === undefined || field.ref) return String(raw)
+  return writeText(field.type, fromValue ? raw : field.type.fromDb(raw))
+}
+
+/**
  * The rows the server's cascades deleted or unlinked, by the ids their statements returned: loaded
  * entities among them are detached, or lose the reference, even when the client could not see the
  * way there (through a reference it never loaded). The change set's own guess covers the rest.
@@ -263,13 +325,14 @@ function followCascades(uow: UnitOfWork, returned: ReadonlyMap<Op, readonly (rea
 
 function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrips: number, coldStatements: number, clock: PhaseClock): FlushResult {
   const inserted: Record<string, number> = {}
+  const upserted: Record<string, number> = {}
   const updated: Record<string, number> = {}
   const deleted: Record<string, number> = {}
   let statements = 0
   plan.waves.forEach((wave, w) =>
     wave.ops.forEach((op, i) => {
       statements++
-      const into = op.kind === 'insert' || op.kind === 'link-insert' ? inserted : UPDATES.has(op.kind) ? updated : deleted
+      const into = op.kind === 'insert' && op.upsert ? upserted : op.kind === 'insert' || op.kind === 'link-insert' ? inserted : UPDATES.has(op.kind) ? updated : deleted
       const table = tableOf(op)
       const counted = serverCountsRows(op) ? rowCounts[w]?.[i] : undefined
       into[table] = (into[table] ?? 0) + (counted ?? rowCount(op))
@@ -277,6 +340,7 @@ function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrip
   )
   return {
     inserted,
+    upserted,
     updated,
     deleted,
     statements,

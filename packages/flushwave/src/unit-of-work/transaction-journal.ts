@@ -80,7 +80,8 @@ export class TransactionJournal {
   restore(map: IdentityMap, giveBack: ((meta: EntityMeta, ids: string[]) => void) | undefined): void {
     const freed = new Map<EntityMeta, string[]>()
     const free = (s: EntityState, before: unknown) => {
-      if (giveBack === undefined || s.meta.id.strategy !== 'sequence' || s.id === undefined || before !== undefined) return
+      // An upserted entity may hold an existing row's id: never the pool's to take back.
+      if (giveBack === undefined || s.meta.id.strategy !== 'sequence' || s.id === undefined || before !== undefined || s.upsert !== undefined) return
       const ids = freed.get(s.meta)
       if (ids) ids.push(String(s.id))
       else freed.set(s.meta, [String(s.id)])

@@ -94,6 +94,60 @@ export class UnitOfWork implements CollectionFactory {
     return entity
   }
 
+  /**
+   * `em.upsert`: the entity this EntityManager already holds with that key (a pending upsert, or a
+   * row read), with `data` assigned; otherwise a new entity whose INSERT goes `on conflict (key) do
+   * update` of the properties in `data`. Linear in the entities of that type it holds.
+   */
+  upsert(meta: EntityMeta, data: Record<string, unknown>, onConflict: unknown): HasState {
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      throw new InvalidValueError(meta.name, 'data', data, 'upsert() takes an object of property values')
+    }
+    const key = conflictKey(meta, onConflict)
+    const props = key === 'id' ? [meta.id.prop] : key.map((f) => f.prop)
+    for (const prop of props) {
+      if (data[prop] === undefined || data[prop] === null) throw new InvalidValueError(meta.name, prop, data[prop], `is the upsert's key (onConflict): give it a value`)
+    }
+    const keyText = (read: (prop: string) => unknown): string | undefined => {
+      const parts: string[] = []
+      for (const [i, prop] of props.entries()) {
+        const value = read(prop)
+        if (value === undefined || value === null) return undefined
+        const field = key === 'id' ? undefined : key[i]!
+        if (field?.ref) {
+          const target = stateOf(value)
+          if (target?.id === undefined) return undefined
+          parts.push(String(target.id))
+        } else parts.push(field ? writeText(field.type, value) : meta.id.type.toText(value))
+      }
+      return parts.join('\u0000')
+    }
+    // Checked like create's and assign's values before the search, so a bad key is an error, not a miss.
+    if (key !== 'id') for (const field of key) checkValue(this.newState(meta, 'new', undefined), field, data[field.prop])
+    const wanted = keyText((prop) => data[prop])
+    for (const entity of this.map.of(meta)) {
+      const state = entity[STATE]
+      if (state.status === 'detached') continue
+      const held = keyText((prop) => (prop === meta.id.prop ? state.id : state.values[prop]))
+      if (held === undefined || held !== wanted) continue
+      if (state.status === 'removed') throw new EntityStateError(`${label(state)} has this key and is removed in this EntityManager: flush the removal first`)
+      if (state.status === 'new' && state.upsert === undefined) throw new EntityStateError(`${label(state)} has this key and is new: it will be inserted; assign to it instead`)
+      // The key's values are equal already (and a pending upsert's key cannot be assigned).
+      const rest = Object.fromEntries(Object.entries(data).filter(([prop]) => prop !== meta.id.prop && !props.includes(prop)))
+      this.assign(entity, rest)
+      if (state.upsert) for (const prop in rest) state.upsert.update.add(meta.fieldByProp.get(prop)!)
+      return entity
+    }
+    const entity = this.create(meta, data)
+    const update = new Set<FieldMeta>()
+    for (const prop in data) {
+      const field = meta.fieldByProp.get(prop)
+      if (field && !props.includes(prop)) update.add(field)
+    }
+    entity[STATE].upsert = { key, update }
+    return entity
+  }
+
   /** Gives a new sequence-id entity an id the pool handed out (at create, or by `assignIds`). */
   giveId(entity: HasState, id: string): void {
     const state = entity[STATE]
@@ -259,6 +313,28 @@ export class UnitOfWork implements CollectionFactory {
   }
 
   private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
-    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, pins: undefined, increments: undefined, poolId: false }
+    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, pins: undefined, increments: undefined, poolId: false, upsert: undefined }
   }
+}
+
+/**
+ * What `onConflict` names: a unique property, the properties of a unique key over several columns
+ * (in any order), or the id of an entity whose ids the application provides.
+ */
+function conflictKey(meta: EntityMeta, onConflict: unknown): readonly FieldMeta[] | 'id' {
+  const props = typeof onConflict === 'string' ? [onConflict] : Array.isArray(onConflict) && onConflict.every((p) => typeof p === 'string') ? (onConflict as string[]) : undefined
+  if (props === undefined || props.length === 0) {
+    throw new InvalidValueError(meta.name, 'onConflict', onConflict, 'expected a unique property, or the properties of a unique key')
+  }
+  if (props.length === 1 && props[0] === meta.id.prop) {
+    if (meta.id.strategy === 'provided') return 'id'
+    throw new InvalidValueError(meta.name, 'onConflict', onConflict, `${meta.name}'s ids come from ${meta.id.strategy === 'sequence' ? 'its sequence' : 'create()'}: upsert by a unique key`)
+  }
+  const wanted = [...props].sort().join(',')
+  const key = meta.uniqueKeys.find((k) => k.map((f) => f.prop).sort().join(',') === wanted)
+  if (key === undefined) {
+    const known = meta.uniqueKeys.map((k) => k.map((f) => f.prop).join(' + '))
+    throw new InvalidValueError(meta.name, 'onConflict', onConflict, `is not a unique key of ${meta.name}${known.length > 0 ? ` (its unique keys: ${known.join('; ')})` : ' (it has none)'}`)
+  }
+  return key
 }

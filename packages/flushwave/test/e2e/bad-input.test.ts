@@ -356,6 +356,20 @@ const incrementCases: Rejected[] = [
   { name: 'increment: not an entity', act: ({ em }) => em.increment(null as never, 'count' as never, 1 as never), rejects: EntityStateError },
 ]
 
+/** em.upsert: the key and the data are checked before anything is pending. */
+const upsertCases: Rejected[] = [
+  { name: 'upsert: onConflict names a property that is not unique', act: ({ em, valid }) => em.upsert('Thing', valid(), { onConflict: 'title' }), rejects: InvalidValueError, message: /onConflict: is not a unique key of Thing/ },
+  { name: 'upsert: onConflict names no property', act: ({ em }) => em.upsert('Code', { id: 1, value: 'x' }, { onConflict: 'colour' as never }), rejects: InvalidValueError },
+  { name: 'upsert: onConflict missing', act: ({ em }) => em.upsert('Code', { id: 1, value: 'x' }, {} as never), rejects: InvalidValueError },
+  { name: 'upsert: options null', act: ({ em }) => em.upsert('Code', { id: 1, value: 'x' }, null as never), rejects: InvalidValueError },
+  { name: 'upsert: onConflict an empty list', act: ({ em }) => em.upsert('Code', { id: 1, value: 'x' }, { onConflict: [] }), rejects: InvalidValueError },
+  { name: 'upsert: on a sequence id', act: ({ em, valid }) => em.upsert('Thing', valid(), { onConflict: 'id' as never }), rejects: InvalidValueError, message: /upsert by a unique key/ },
+  { name: 'upsert: the key left out', act: ({ em }) => em.upsert('Code', { value: 'x' } as never, { onConflict: 'id' }), rejects: InvalidValueError, message: /is the upsert's key/ },
+  { name: 'upsert: a key of the wrong type', act: ({ em }) => em.upsert('Code', { id: '7', value: 'x' } as never, { onConflict: 'id' }), rejects: InvalidValueError },
+  { name: 'upsert: a bad value beside the key', act: ({ em }) => em.upsert('Code', { id: 7, value: 42 } as never, { onConflict: 'id' }), rejects: InvalidValueError },
+  { name: 'upsert: data not an object', act: ({ em }) => em.upsert('Code', 'id=7' as never, { onConflict: 'id' }), rejects: InvalidValueError },
+]
+
 const requiredCases: Rejected[] = [
   { name: 'create: a required text left out', act: ({ em, home }) => em.create('Thing', { owner: home } as never), rejects: InvalidValueError, message: /title: is required/ },
   { name: 'create: undefined for a required text', act: ({ em, home }) => em.create('Thing', { title: undefined, owner: home } as never), rejects: InvalidValueError, message: /title: is required/ },
@@ -730,6 +744,7 @@ const rejected: readonly (readonly [group: string, cases: readonly Rejected[]])[
   ['required values, ids and undefined', requiredCases],
   ['em.assign: all or nothing', assignCases],
   ['em.increment: counters only, deltas their column holds', incrementCases],
+  ['em.upsert: a unique key, with its values', upsertCases],
   ['locking reads: options, and outside a transaction', lockCases],
   ['validation rules (.length(), .range())', ruleCases],
   ['unknown properties, names and relations', unknownPropertyCases],

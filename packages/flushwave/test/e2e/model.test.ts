@@ -201,6 +201,8 @@ interface Segment {
   readonly incremented: Set<string>
   /** Each entity's id when the runner first held it (a new one's from the id pool at create, or none): ids never change. */
   readonly firstIds: Map<Handle, unknown>
+  /** Tags upserted since the last successful flush: no row of a flush may refer to them yet. */
+  readonly upserted: Set<Handle>
 }
 
 interface Ctx {
@@ -217,7 +219,7 @@ const tally = (key: string) => stats.set(key, (stats.get(key) ?? 0) + 1)
 
 function newSegment(c: { ems: number }): Segment {
   const n = ++c.ems
-  return { em: db.orm.em(), n, objs: new Map(), handles: new Map(), touched: new Set(), removed: [], removedUnread: new Set(), keyKnown: new Set(), keyPending: new Set(), incremented: new Set(), firstIds: new Map() }
+  return { em: db.orm.em(), n, objs: new Map(), handles: new Map(), touched: new Set(), removed: [], removedUnread: new Set(), keyKnown: new Set(), keyPending: new Set(), incremented: new Set(), firstIds: new Map(), upserted: new Set() }
 }
 
 function log(c: Ctx, line: string): void {
@@ -303,7 +305,8 @@ type Op =
   | { t: 'createBook'; title: string; pages?: number | null; status?: 'draft' | 'published'; meta?: Meta | null; author: number; tags: number[]; acq: Acq }
   | { t: 'createReview'; stars: number; body?: string | null; book: number; acq: Acq }
   | { t: 'createTag'; name: UniqueChoice }
-  | { t: 'update'; kind: Kind; field: string; value: unknown; target: number; acq: Acq }
+  | { t: 'update'; kind: Kind; field: string; value: unknown; target: number; acq: Acq; via: 'setter' | 'em.assign' }
+  | { t: 'upsert'; choice: { fresh: string } | { existing: number } }
   | { t: 'increment'; kind: 'Author' | 'Book' | 'Review'; field: 'rating' | 'pages' | 'stars'; by: number | string; target: number; acq: Acq }
   | { t: 'relink'; kind: 'Book' | 'Review'; target: number; to: number; via: 'property' | 'collection'; acq: Acq }
   | { t: 'link'; adds: boolean[]; book: number; tag: number; acq: Acq }
@@ -357,7 +360,9 @@ const updates: fc.Arbitrary<Op>[] = (
     ['Review', 'body', fc.option(text, { nil: null })],
     ['Tag', 'name', unique],
   ] as const
-).map(([kind, field, value]) => fc.record({ t: lit('update'), kind: lit(kind), field: lit(field), value: value as fc.Arbitrary<unknown>, target: n, acq }))
+).map(([kind, field, value]) =>
+  fc.record({ t: lit('update'), kind: lit(kind), field: lit(field), value: value as fc.Arbitrary<unknown>, target: n, acq, via: fc.constantFrom('setter' as const, 'em.assign' as const) }),
+)
 
 /** Operations that change the unit of work (or read into it) without flushing. */
 const changes: fc.WeightedArbitrary<Op>[] = [
@@ -372,6 +377,7 @@ const changes: fc.WeightedArbitrary<Op>[] = [
   { weight: 4, arbitrary: fc.record({ t: lit('createReview'), stars: int4, body: optional(fc.option(text, { nil: null })), book: n, acq }, { requiredKeys: ['t', 'stars', 'book', 'acq'] }) },
   { weight: 3, arbitrary: fc.record({ t: lit('createTag'), name: unique }) },
   { weight: 8, arbitrary: fc.oneof(...updates) },
+  { weight: 3, arbitrary: fc.record({ t: lit('upsert'), choice: fc.oneof(text.map((fresh) => ({ fresh })), n.map((existing) => ({ existing }))) }) },
   {
     weight: 4,
     arbitrary: fc.oneof(
@@ -534,8 +540,9 @@ async function ensure(c: Ctx, kind: Kind, n: number): Promise<Handle> {
   }
 }
 
-function assign(c: Ctx, h: Handle, obj: Loose, field: string, value: unknown): void {
-  obj[field] = value
+function assign(c: Ctx, h: Handle, obj: Loose, field: string, value: unknown, viaAssign = false): void {
+  if (viaAssign) c.seg.em.assign(obj as never, { [field]: value } as never)
+  else obj[field] = value
   c.seg.incremented.delete(`${h}.${field}`) // an assignment replaces a pending increment
   const row = c.model.pending.rows.get(h)!
   if ((UNIQUE as Record<string, string>)[row.kind] === field) c.seg.keyPending.add(h)
@@ -580,6 +587,52 @@ function addDecimals(a: string, b: string): string {
   const sum = x! + y!
   const digits = (sum < 0n ? -sum : sum).toString().padStart(scale + 1, '0')
   return decimal(`${sum < 0n ? '-' : ''}${scale ? `${digits.slice(0, -scale)}.${digits.slice(-scale)}` : digits}`)
+}
+
+/**
+ * `em.upsert('Tag', { name }, { onConflict: 'name' })`: a name no row has (a new row), or the name of
+ * a committed tag this EntityManager has not renamed, which no other pending row holds (the upsert
+ * meets that row: the entity the EntityManager holds for it is returned when loaded; otherwise the
+ * row goes to the reference it holds, and the upsert's own entity is not the runner's to use).
+ */
+async function upsertTag(c: Ctx, op: Extract<Op, { t: 'upsert' }>): Promise<boolean> {
+  const { model, seg } = c
+  if ('fresh' in op.choice) {
+    const name = model.fresh('Tag', op.choice.fresh)
+    const obj = seg.em.upsert('Tag', { name }, { onConflict: 'name' }) as unknown as Loose
+    const h = model.handle('Tag')
+    remember(c, h, obj)
+    seg.keyPending.add(h)
+    seg.upserted.add(h)
+    model.pending.rows.set(h, { kind: 'Tag', v: { name } })
+    log(c, `upsert ${h} ${show({ name })} (no row has it)`)
+    tally('upsert Tag (new row)')
+    return true
+  }
+  const holders = (name: unknown) => [...model.pending.rows.values()].filter((row) => row.kind === 'Tag' && row.v.name === name).length
+  const candidates = model.committed.live('Tag').filter((h) => {
+    const name = model.committed.rows.get(h)!.v.name
+    return model.pending.rows.get(h)?.v.name === name && holders(name) === 1
+  })
+  const h = pick(candidates, op.choice.existing)
+  if (!h) return false
+  const name = model.pending.rows.get(h)!.v.name as string
+  const held = await acquire(c, h, 'ref')
+  const loaded = seg.em.isLoaded(held as never)
+  log(c, `upsert Tag ${show({ name })}: the key of ${h}${loaded ? '' : ' (held as a reference)'}`)
+  tally(`upsert Tag (existing row${loaded ? ', loaded' : ', a reference held'})`)
+  const obj = seg.em.upsert('Tag', { name }, { onConflict: 'name' })
+  // The entity held is returned when it knows the key: loaded, or a reference the name was set on.
+  const knows = (() => {
+    try {
+      return held.name === name
+    } catch {
+      return false // NotLoadedError: a reference that never had it
+    }
+  })()
+  if (knows) expect(obj, `upsert of ${h}'s key returns the entity held`).toBe(held)
+  else expect(obj, `upsert of ${h}'s key, held as a reference that does not know it`).not.toBe(held)
+  return true
 }
 
 async function remove(c: Ctx, h: Handle, mode: Acq): Promise<void> {
@@ -653,7 +706,8 @@ async function step(c: Ctx, op: Op): Promise<boolean> {
       return true
     case 'createBook': {
       const author = await ensure(c, 'Author', op.author)
-      const tags = [...new Set(op.tags.map((t) => pick(live('Tag'), t)).filter((t) => t !== undefined))]
+      const linkable = live('Tag').filter((t) => !c.seg.upserted.has(t))
+      const tags = [...new Set(op.tags.map((t) => pick(linkable, t)).filter((t) => t !== undefined))]
       await createBook(c, { ...op, author, tags })
       return true
     }
@@ -666,17 +720,20 @@ async function step(c: Ctx, op: Op): Promise<boolean> {
     case 'update': {
       const h = pick(live(op.kind), op.target)
       if (!h) return false
+      if (op.kind === 'Tag' && c.seg.upserted.has(h)) return false // its name is its pending upsert's key
       const value =
         op.field === 'email' || (op.kind === 'Tag' && op.field === 'name')
           ? op.value === null ? null : uniqueValue(c, op.kind as UniqueKind, op.value as UniqueChoice)
           : op.value instanceof Date ? new Date(op.value.getTime()) : structuredClone(op.value)
       const obj = await acquire(c, h, op.acq)
-      log(c, `${h}.${op.field} = ${show(value)}${op.acq === 'ref' && !c.seg.em.isLoaded(obj as never) ? ' (on a reference)' : ''}`)
-      assign(c, h, obj, op.field, value)
+      log(c, `${op.via === 'em.assign' ? `em.assign(${h}, { ${op.field} })` : `${h}.${op.field}`} = ${show(value)}${op.acq === 'ref' && !c.seg.em.isLoaded(obj as never) ? ' (on a reference)' : ''}`)
+      assign(c, h, obj, op.field, value, op.via === 'em.assign')
       return true
     }
     case 'increment':
       return increment(c, op)
+    case 'upsert':
+      return upsertTag(c, op)
     case 'relink': {
       const ref = REF[op.kind]!
       const h = pick(live(op.kind), op.target)
@@ -695,7 +752,7 @@ async function step(c: Ctx, op: Op): Promise<boolean> {
     }
     case 'link': {
       const b = pick(live('Book'), op.book)
-      const t = pick(live('Tag'), op.tag)
+      const t = pick(live('Tag').filter((x) => !c.seg.upserted.has(x)), op.tag)
       if (!b || !t) return false
       const [book, tag] = await Promise.all([acquire(c, b, op.acq), acquire(c, t, op.acq)])
       const tags = book.tags as Collection<Loose>
@@ -719,7 +776,7 @@ async function step(c: Ctx, op: Op): Promise<boolean> {
       const value = model.pending.rows.get(h)!.v[field] as string
       log(c, `replace by key: remove ${h}, then ${op.how === 'create' ? 'a new' : 'another'} ${op.kind} takes ${field} ${show(value)}`)
       await remove(c, h, op.acq)
-      const other = pick(live(op.kind), op.other)
+      const other = pick(live(op.kind).filter((x) => !c.seg.upserted.has(x)), op.other)
       if (op.how === 'rename' && other) assign(c, other, await acquire(c, other, op.acq), field, value)
       else if (op.kind === 'Tag') createTag(c, value)
       else createAuthor(c, { name: 'replacing', email: value })
@@ -834,7 +891,7 @@ async function rolledBack(c: Ctx, op: Extract<Op, { t: 'rolledBack' }>): Promise
     handles: new Map(seg.handles),
     touched: new Set(seg.touched),
     removed: [...seg.removed],
-    sets: [seg.removedUnread, seg.keyKnown, seg.keyPending, seg.incremented].map((set) => [set, new Set<string>(set)] as const),
+    sets: [seg.removedUnread, seg.keyKnown, seg.keyPending, seg.incremented, seg.upserted].map((set) => [set, new Set<string>(set)] as const),
   }
   const marker = new Error('roll back')
   log(c, 'transaction {')
@@ -933,7 +990,8 @@ async function failingFlushOp(c: Ctx, op: Extract<Op, { t: 'failingFlush' }>): P
     const kind = how === 'renameTag' ? 'Tag' : 'Author'
     const field = UNIQUE[kind]
     const source = pick(how === 'renameTag' ? tags : emailed, op.source)!
-    const target = pick(model.pending.live(kind).filter((h) => h !== source), op.target)!
+    const target = pick(model.pending.live(kind).filter((h) => h !== source && !c.seg.upserted.has(h)), op.target)
+    if (target === undefined) return // only upserted tags to rename: their names are their keys
     const obj = await acquire(c, target, op.acq)
     log(c, `duplicate: ${target}.${field} = ${source}'s ${show(valueOf(source)[field])}`)
     assign(c, target, obj, field, valueOf(source)[field])
@@ -1033,7 +1091,9 @@ function predict(c: Ctx): { errors: ErrorClass[]; constraints: string[]; why: st
   if (blocked.length > 0 && !orphans.some((o) => o.by === 'client')) {
     // Deleted first, the removed row trips a reference still in the table; kept last, its key clashes.
     const refs = (['Book', 'Review'] as const).map((k) => `${TABLE[k]}_${REF[k]!.field}_id_fkey`)
-    const keys = [...unique.map((u) => u.kind), ...blocked.map((r) => r.kind)].map((k) => `${TABLE[k]}_${UNIQUE[k]}_key`)
+    // One blocked replacement keeps every one last (Flushwave's replace by key is all or nothing), so
+    // the clean ones clash too.
+    const keys = [...unique.map((u) => u.kind), ...issues(c).replaced.map((r) => r.kind)].map((k) => `${TABLE[k]}_${UNIQUE[k]}_key`)
     return { errors: [EntityStateError, UniqueViolationError, ForeignKeyViolationError], constraints: [...keys, ...refs], why }
   }
   if (orphans.some((o) => o.by === 'client')) return { errors: [EntityStateError], constraints: [], why }
@@ -1098,8 +1158,9 @@ async function fix(c: Ctx, bits: number): Promise<void> {
       // Keep the row whose committed value it is (a delete runs after the inserts, so removing
       // that one instead would still clash); rename or remove another.
       const keeper = u.holders.find((h) => model.committed.rows.get(h)?.v[UNIQUE[u.kind]] === u.value) ?? u.holders[0]
-      const offender = u.holders.find((h) => h !== keeper)!
-      if (choice === 0) {
+      // An upserted tag's name is its key: it is removed, never renamed.
+      const offender = u.holders.find((h) => h !== keeper && !c.seg.upserted.has(h)) ?? u.holders.find((h) => h !== keeper)!
+      if (choice === 0 && !c.seg.upserted.has(offender)) {
         const value = model.fresh(u.kind, 'fixed')
         log(c, `fix: ${offender}.${UNIQUE[u.kind]} = ${show(value)}`)
         assign(c, offender, await acquire(c, offender, mode), UNIQUE[u.kind], value)
@@ -1153,7 +1214,11 @@ async function expectFlush(c: Ctx): Promise<void> {
     model.byId.set(`${kindOf(h)}:${String(id)}`, h)
   }
   const nonZero = (counts: Readonly<Record<string, number>>) => Object.fromEntries(Object.entries(counts).filter(([, n]) => n !== 0))
-  expect(nonZero(result.inserted), 'FlushResult.inserted').toEqual(counts.inserted)
+  // Tags upserted under a name no row had were inserted, and are counted as upserted.
+  const fresh = [...c.seg.upserted].filter((h) => model.pending.rows.has(h)).length
+  const inserted = fresh === 0 ? result.inserted : { ...result.inserted, tag: (result.inserted.tag ?? 0) + fresh }
+  expect(result.upserted.tag ?? 0, 'FlushResult.upserted').toBeGreaterThanOrEqual(fresh)
+  expect(nonZero(inserted), 'FlushResult.inserted (and upserted new rows)').toEqual(counts.inserted)
   expect(nonZero(result.deleted), 'FlushResult.deleted').toEqual(counts.deleted)
   for (const [table, n] of Object.entries(counts.changed)) expect(result.updated[table] ?? 0, `FlushResult.updated.${table}`).toBeGreaterThanOrEqual(n)
   model.committed = model.pending.clone()
@@ -1165,6 +1230,7 @@ async function expectFlush(c: Ctx): Promise<void> {
     if (row) expect(norm(field, c.seg.objs.get(h)![field]), `${key} read back after the flush`).toEqual(norm(field, row.v[field]))
   }
   c.seg.incremented.clear()
+  c.seg.upserted.clear()
   for (const h of c.seg.keyPending) c.seg.keyKnown.add(h)
   c.seg.keyPending.clear()
   await compareDatabase(c)

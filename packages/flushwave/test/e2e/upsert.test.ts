@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { defineSchema, entity, EntityStateError, InvalidValueError, t } from '../../src/index.js'
+import { testDatabase, type TestDatabase } from '../support/database.js'
+import { EXECUTORS } from '../support/executors.js'
+
+/**
+ * `em.upsert`: an INSERT … ON CONFLICT (key) DO UPDATE … RETURNING in the flush's one pipeline,
+ * batched per table; the entity takes the row's id and columns, and joins the identity map.
+ */
+const schema = defineSchema({
+  Customer: entity('customer', { id: t.id(), email: t.text().unique(), name: t.text(), visits: t.integer().default(0), version: t.version() }),
+  Cart: entity('cart', { id: t.id(), label: t.text(), lines: t.oneToMany('Line', 'cart') }),
+  Line: entity('line', { id: t.id(), cart: t.manyToOne('Cart'), sku: t.text(), quantity: t.integer() }, { unique: [['cart', 'sku']] }),
+  Code: entity('code', { id: t.providedId(), value: t.text() }),
+  Visit: entity('visit', { id: t.id(), customer: t.manyToOne('Customer') }),
+})
+let db: TestDatabase<typeof schema.defs>
+const writes = () => db.writes().map((q) => q.text)
+
+describe.each(EXECUTORS)('em.upsert through %s', (executor) => {
+  beforeAll(async () => {
+    db = await testDatabase(schema, { name: 'upsert', max: 2, executor })
+  })
+  afterAll(() => db.close())
+  beforeEach(async () => {
+    await db.sql`truncate visit, line, cart, code, customer`
+  })
+  const reset = () => void (db.queries.length = 0)
+
+  async function customer(email: string, name: string, visits = 0) {
+    const em = db.orm.em()
+    const c = em.create('Customer', { email, name, visits })
+    await em.flush()
+    return c.id
+  }
+
+  it('inserts when no row has the key: one statement, one round trip, and the entity has its id', async () => {
+    const em = db.orm.em()
+    const ann = em.upsert('Customer', { email: 'ann@x', name: 'Ann' }, { onConflict: 'email' })
+    expect(em.idOf(ann)).toBeUndefined() // known once the flush is over
+    reset()
+    const result = await em.flush()
+    expect(result).toMatchObject({ statements: 1, upserted: { customer: 1 }, inserted: {} })
+    expect(result.roundTrips).toBeLessThanOrEqual(2) // an id allocation at most
+    expect(writes()[0]).toContain('on conflict ("email") do update set "name" = excluded."name", "version" = t."version" + 1 returning t."id"::text')
+    expect(await db.sql`select id::int, email, name, visits, version from customer`).toEqual([{ id: ann.id, email: 'ann@x', name: 'Ann', visits: 0, version: 1 }])
+    expect(await em.load('Customer', ann.id)).toBe(ann)
+  })
+
+  it("updates the row that has the key: the entity takes that row's id and its other columns", async () => {
+    const id = await customer('bob@x', 'old name', 5)
+    const em = db.orm.em()
+    const bob = em.upsert('Customer', { email: 'bob@x', name: 'Bob' }, { onConflict: 'email' })
+    await em.flush()
+    expect([bob.id, bob.name, bob.visits, bob.version]).toEqual([id, 'Bob', 5, 2])
+    expect(await db.sql`select id::int, name, visits, version from customer`).toEqual([{ id, name: 'Bob', visits: 5, version: 2 }])
+    // A managed entity now: a change is a plain versioned update.
+    bob.visits += 1
+    reset()
+    await em.flush()
+    expect(writes()[0]).toMatch(/^with d as .*update "customer" as t set/)
+  })
+
+  it('batches a table: new and existing keys in one statement', async () => {
+    await customer('a@x', 'A')
+    await customer('b@x', 'B')
+    const em = db.orm.em()
+    const list = ['a@x', 'b@x', 'c@x'].map((email) => em.upsert('Customer', { email, name: email.toUpperCase() }, { onConflict: 'email' }))
+    reset()
+    const result = await em.flush()
+    expect(writes()).toHaveLength(1)
+    expect(result.upserted).toEqual({ customer: 3 })
+    expect(new Set(list.map((c) => c.id)).size).toBe(3)
+    expect(await db.sql`select email, name from customer order by email`).toEqual([
+      { email: 'a@x', name: 'A@X' },
+      { email: 'b@x', name: 'B@X' },
+      { email: 'c@x', name: 'C@X' },
+    ])
+  })
+
+  it('two upserts of one key in a flush are one entity and one row; the later values win', async () => {
+    const em = db.orm.em()
+    const first = em.upsert('Customer', { email: 'dup@x', name: 'first' }, { onConflict: 'email' })
+    const second = em.upsert('Customer', { email: 'dup@x', name: 'second', visits: 3 }, { onConflict: 'email' })
+    expect(second).toBe(first)
+    await em.flush()
+    expect(await db.sql`select name, visits from customer`).toEqual([{ name: 'second', visits: 3 }])
+  })
+
+  it('an entity this EntityManager holds with the key is returned with the data assigned: an update', async () => {
+    const id = await customer('held@x', 'held')
+    const em = db.orm.em()
+    const held = await em.load('Customer', id)
+    expect(em.upsert('Customer', { email: 'held@x', name: 'renamed' }, { onConflict: 'email' })).toBe(held)
+    reset()
+    await em.flush()
+    expect(writes()[0]).toMatch(/update "customer"/)
+    expect(await db.sql`select name from customer`).toEqual([{ name: 'renamed' }])
+  })
+
+  it('a key over two columns, and a provided id', async () => {
+    const em = db.orm.em()
+    const cart = em.create('Cart', { label: 'c' })
+    em.create('Line', { cart, sku: 'tea', quantity: 1 })
+    await em.flush()
+    const again = db.orm.em()
+    const ref = again.ref('Cart', cart.id)
+    const tea = again.upsert('Line', { cart: ref, sku: 'tea', quantity: 4 }, { onConflict: ['sku', 'cart'] })
+    const jam = again.upsert('Line', { cart: ref, sku: 'jam', quantity: 2 }, { onConflict: ['cart', 'sku'] })
+    again.upsert('Code', { id: 7, value: 'seven' }, { onConflict: 'id' })
+    await again.flush()
+    again.upsert('Code', { id: 7, value: 'SEVEN' }, { onConflict: 'id' })
+    await again.flush()
+    expect([tea.quantity, jam.quantity]).toEqual([4, 2])
+    expect(await db.sql`select sku, quantity from line order by sku`).toEqual([
+      { sku: 'jam', quantity: 2 },
+      { sku: 'tea', quantity: 4 },
+    ])
+    expect(await db.sql`select id::int, value from code`).toEqual([{ id: 7, value: 'SEVEN' }])
+  })
+
+  it('rows of the same flush cannot refer to an upserted entity yet: refused before anything is sent', async () => {
+    const em = db.orm.em()
+    const ann = em.upsert('Customer', { email: 'ref@x', name: 'Ann' }, { onConflict: 'email' })
+    const visit = em.create('Visit', { customer: ann })
+    reset()
+    await expect(em.flush()).rejects.toThrow(/upserted in this flush/)
+    expect(db.writes()).toEqual([])
+    em.remove(visit)
+    await em.flush()
+    em.create('Visit', { customer: ann })
+    await em.flush()
+    expect(await db.sql`select count(*)::int as n from visit`).toEqual([{ n: 1 }])
+  })
+
+  it('a reference this EntityManager held to the row takes it; the upsert object is detached', async () => {
+    const id = await customer('stub@x', 'stub')
+    const em = db.orm.em()
+    const ref = em.ref('Customer', id)
+    const upserted = em.upsert('Customer', { email: 'stub@x', name: 'via upsert' }, { onConflict: 'email' })
+    await em.flush()
+    expect(ref.name).toBe('via upsert')
+    expect(() => (upserted.name = 'x')).toThrow(EntityStateError)
+  })
+
+  it('meets a row whose reference is removed in the same flush: the row is gone, the upsert detached', async () => {
+    const setup = db.orm.em()
+    const cart = setup.create('Cart', { label: 'c' })
+    const line = setup.create('Line', { cart, sku: 'tea', quantity: 1 })
+    await setup.flush()
+    const em = db.orm.em()
+    const upserted = em.upsert('Line', { cart: em.ref('Cart', cart.id), sku: 'tea', quantity: 9 }, { onConflict: ['cart', 'sku'] })
+    em.remove(em.ref('Line', line.id)) // a reference: its key is unknown here, so the upsert is its own entity
+    await em.flush()
+    expect(await db.sql`select count(*)::int as n from line`).toEqual([{ n: 0 }])
+    expect(() => (upserted.quantity = 1)).toThrow(EntityStateError)
+  })
+
+  it('refuses a key that is not unique, a missing key value, and keys already in use here', async () => {
+    const em = db.orm.em()
+    expect(() => em.upsert('Customer', { email: 'x@x', name: 'x' }, { onConflict: 'name' })).toThrow(InvalidValueError)
+    expect(() => em.upsert('Customer', { email: 'x@x', name: 'x' }, { onConflict: 'id' as never })).toThrow(/upsert by a unique key/)
+    expect(() => em.upsert('Customer', { name: 'x' } as never, { onConflict: 'email' })).toThrow(/is the upsert's key/)
+    const pending = em.upsert('Customer', { email: 'key@x', name: 'x' }, { onConflict: 'email' })
+    expect(() => (pending.email = 'other@x')).toThrow(/is the key of its pending upsert/)
+    em.remove(pending)
+    em.create('Customer', { email: 'new@x', name: 'new' })
+    expect(() => em.upsert('Customer', { email: 'new@x', name: 'x' }, { onConflict: 'email' })).toThrow(/is new: it will be inserted/)
+    const id = await customer('gone@x', 'gone')
+    em.remove(await em.load('Customer', id))
+    expect(() => em.upsert('Customer', { email: 'gone@x', name: 'x' }, { onConflict: 'email' })).toThrow(/is removed/)
+  })
+})
