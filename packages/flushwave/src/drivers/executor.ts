@@ -54,9 +54,11 @@ export interface WriteOutcome {
   readonly rowCounts: readonly (readonly number[])[]
   /**
    * The rows of each statement whose op returns them (`returnsRows`), as arrays in select-list
-   * order. Empty when recovered.
+   * order; empty when recovered. An executor that leaves it out (one written before it existed)
+   * still flushes, but increments are then forgotten rather than read back (see
+   * `em.increment`), upserted entities detached, and cascades followed by the client's guess.
    */
-  readonly returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>
+  readonly returned?: ReadonlyMap<Op, readonly (readonly unknown[])[]>
   /** Network round trips waited on, counted from what the driver did (see each executor). */
   readonly roundTrips: number
   /** Shapes the connection had not prepared yet (sent with their Parse; see inline-prepare.ts). */

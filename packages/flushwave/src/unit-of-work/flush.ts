@@ -122,9 +122,10 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   }
   clock.lap('write')
   record(ctx.uow, set, assigned)
-  if (set.counted.size > 0) readBack(ctx.uow, set.counted, outcome.returned)
-  if (outcome.returned.size > 0) followCascades(ctx.uow, outcome.returned)
-  settleUpserts(ctx, set, assigned, outcome.returned)
+  const returned = outcome.returned ?? new Map<Op, readonly (readonly unknown[])[]>()
+  if (set.counted.size > 0) readBack(ctx.uow, set.counted, returned)
+  if (returned.size > 0) followCascades(ctx.uow, returned)
+  settleUpserts(ctx, set, assigned, returned)
   ctx.onWritten?.(set)
   clock.lap('record')
   const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, clock)
