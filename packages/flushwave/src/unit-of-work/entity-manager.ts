@@ -150,13 +150,14 @@ export class EntityManager<D extends SchemaDefs> {
   }
 
   /**
-   * Gives every new entity that has no id yet its sequence id, in one round trip when the id pool
+   * Gives every new entity that has no id yet (upserted ones aside) its sequence id, in one round trip when the id pool
    * runs short (none when it holds enough), so that the ids can be read before the flush. Ids stay
    * with their entities through failed flushes; `orm.unitOfWork` gives an abandoned attempt's back.
    */
   async assignIds(): Promise<void> {
     if (this.flushing) throw new EntityStateError('assignIds() cannot run while flush() is running')
-    const needed = needingIds(flushCandidates(this.uow.map))
+    // Upserted entities take their row's id at the flush (an existing row's, on a conflict).
+    const needed = needingIds(flushCandidates(this.uow.map).filter((e) => e[STATE].upsert === undefined))
     if (needed.size === 0) return
     this.assigning = true
     try {

@@ -307,6 +307,7 @@ type Op =
   | { t: 'createTag'; name: UniqueChoice }
   | { t: 'update'; kind: Kind; field: string; value: unknown; target: number; acq: Acq; via: 'setter' | 'em.assign' }
   | { t: 'upsert'; choice: { fresh: string } | { existing: number } }
+  | { t: 'assignIds' }
   | { t: 'increment'; kind: 'Author' | 'Book' | 'Review'; field: 'rating' | 'pages' | 'stars'; by: number | string; target: number; acq: Acq }
   | { t: 'relink'; kind: 'Book' | 'Review'; target: number; to: number; via: 'property' | 'collection'; acq: Acq }
   | { t: 'link'; adds: boolean[]; book: number; tag: number; acq: Acq }
@@ -377,6 +378,7 @@ const changes: fc.WeightedArbitrary<Op>[] = [
   { weight: 4, arbitrary: fc.record({ t: lit('createReview'), stars: int4, body: optional(fc.option(text, { nil: null })), book: n, acq }, { requiredKeys: ['t', 'stars', 'book', 'acq'] }) },
   { weight: 3, arbitrary: fc.record({ t: lit('createTag'), name: unique }) },
   { weight: 8, arbitrary: fc.oneof(...updates) },
+  { weight: 1, arbitrary: fc.record({ t: lit('assignIds') }) },
   { weight: 3, arbitrary: fc.record({ t: lit('upsert'), choice: fc.oneof(text.map((fresh) => ({ fresh })), n.map((existing) => ({ existing }))) }) },
   {
     weight: 4,
@@ -734,6 +736,22 @@ async function step(c: Ctx, op: Op): Promise<boolean> {
       return increment(c, op)
     case 'upsert':
       return upsertTag(c, op)
+    case 'assignIds': {
+      // Every new entity without an id gets one now (upserted ones aside: theirs is the row's), and keeps it.
+      const without = [...c.seg.objs].filter(([h, obj]) => !model.ids.has(h) && c.seg.em.idOf(obj as never) === undefined && model.pending.rows.has(h))
+      log(c, `assignIds (${without.length} new without an id)`)
+      tally(`assignIds${without.length === 0 ? ' (none missing)' : ''}`)
+      await c.seg.em.assignIds()
+      for (const [h, obj] of without) {
+        const id = c.seg.em.idOf(obj as never)
+        if (c.seg.upserted.has(h)) expect(id, `${h} is upserted: its id is its row's`).toBeUndefined()
+        else {
+          expect(typeof id, `id of ${h} after assignIds`).toBe('number')
+          c.seg.firstIds.set(h, id)
+        }
+      }
+      return true
+    }
     case 'relink': {
       const ref = REF[op.kind]!
       const h = pick(live(op.kind), op.target)
