@@ -94,8 +94,10 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
         snapshot[field.prop] = field.ref ? value : text
         return text
       })
-      const upsert = state.upsert && { key: state.upsert.key, update: meta.fields.filter((f) => state.upsert!.update.has(f)) }
-      inserts.push({ entity: meta, id: idText(state, entity), values, ...(upsert && { upsert }) })
+      const id = idText(state, entity)
+      // No object spread here: this runs once per new row (a literal keeps the insert path fast).
+      if (state.upsert === undefined) inserts.push({ entity: meta, id, values })
+      else inserts.push({ entity: meta, id, values, upsert: { key: state.upsert.key, update: meta.fields.filter((f) => state.upsert!.update.has(f)) } })
       inserted.push(entity)
       written.set(entity, snapshot)
     } else {
