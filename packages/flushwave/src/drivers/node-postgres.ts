@@ -157,7 +157,7 @@ export class NodePostgresExecutor implements Executor {
 
   private send(client: PgClient, statement: WriteStatement): Promise<PgResult> {
     this.emit('write', statement)
-    // Rows a flush reads back (new counter values) come as arrays, in select-list order.
+    // Rows a flush reads back (counters, upserted rows, ids a cascade reached) come as arrays, in select-list order.
     return client.query(pgQuery(statement, returnsRows(statement.op) ? 'array' : undefined))
   }
 

@@ -342,7 +342,7 @@ export class PostgresJsExecutor implements Executor {
     // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
     // Every parameter is typed here, so a new shape needs no describe wait (inline-prepare.ts).
     const query = prepareInline(sql.unsafe<Row[]>(statement.text, params as never[], { prepare: true }))
-    // Rows a flush reads back (new counter values) come as arrays, in select-list order.
+    // Rows a flush reads back (counters, upserted rows, ids a cascade reached) come as arrays, in select-list order.
     return 'op' in statement && returnsRows((statement as WriteStatement).op) ? (query.values() as unknown as PendingQuery<Row[]>) : query
   }
 

@@ -1,5 +1,6 @@
 import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
-import { treeFields, type LinkPurgeOp, type Op, type RowSet } from './ops.js'
+import { treeFields } from '../schema/self-references.js'
+import type { LinkPurgeOp, Op, RowSet } from './ops.js'
 
 /** The links of rows about to be deleted, on either side of every join table. */
 export function purgeOps(rows: RowSet, links: readonly ManyToManyMeta[]): LinkPurgeOp[] {

@@ -1,4 +1,5 @@
 import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
+import { treeFields } from '../schema/self-references.js'
 import type { Text, UpsertSpec } from './changes.js'
 
 /**
@@ -19,11 +20,6 @@ export type RowSet =
 
 export function rootIds(rows: RowSet): readonly string[] {
   return rows.kind === 'ids' ? rows.ids : rootIds(rows.kind === 'children' ? rows.parent : rows.roots)
-}
-
-/** The self-references of an entity that cascade: deleting a row deletes the tree below it. */
-export function treeFields(entity: EntityMeta): readonly FieldMeta[] {
-  return entity.fields.filter((f) => f.ref?.target === entity && f.ref.onDelete === 'cascade')
 }
 
 export interface InsertOp {

@@ -2,6 +2,7 @@ import { EntityStateError } from '../errors.js'
 import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate, Text } from '../plan/changes.js'
 import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
+import { selfReferences } from '../schema/self-references.js'
 import { label, STATE, type EntityState, type HasState } from './entity-state.js'
 import type { IdentityMap } from './identity-map.js'
 import { isChanged } from './dirty.js'
@@ -76,11 +77,12 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
     const meta = state.meta
     if (state.status === 'new' && state.id === undefined && !assigned.has(entity)) continue
     if (state.status === 'removed') {
+      const self = selfReferences(meta)
       deletes.push({
         entity: meta,
         id: idText(state, entity),
         ...(meta.version ? { version: expectedVersion(state) } : {}),
-        ...(selfReferences(meta).length > 0 ? { parents: parentsRead(state, selfReferences(meta), idText) } : {}),
+        ...(self.length > 0 ? { parents: parentsRead(state, self, idText) } : {}),
       })
       deleted.push(entity)
       continue
@@ -148,15 +150,6 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const ordered = replaced === undefined ? deletes : deletes.map((d, i) => (replaced.has(deleted[i]!) ? { ...d, first: true as const } : d))
   const nulled = deleted.length > 0 ? cascadeInMemory(map, deleted) : []
   return { changes: { inserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections, counted }
-}
-
-const selfByMeta = new WeakMap<EntityMeta, readonly FieldMeta[]>()
-
-/** The references of an entity to its own table. */
-function selfReferences(meta: EntityMeta): readonly FieldMeta[] {
-  let fields = selfByMeta.get(meta)
-  if (fields === undefined) selfByMeta.set(meta, (fields = meta.fields.filter((f) => f.ref?.target === meta)))
-  return fields
 }
 
 /** The ids a removed row referred to through its self-references, as read (null when not read). */

@@ -1,6 +1,7 @@
 import { EntityStateError, InvalidValueError } from '../errors.js'
 import { isCounter } from '../schema/counters.js'
 import type { FieldMeta } from '../schema/meta.js'
+import { notAssignable } from './entity-class.js'
 import { label, STATE, type EntityState, type HasState } from './entity-state.js'
 
 /**
@@ -15,11 +16,7 @@ export function counterOf(state: EntityState, prop: unknown, by: unknown): Field
       ? 'is the optimistic-lock version: flushes advance it'
       : field !== undefined
         ? 'is not a number column (integer, bigint or numeric): only those can be incremented'
-        : prop === meta.id.prop
-          ? 'is the id and cannot be changed'
-          : meta.oneToMany.some((r) => r.prop === prop) || meta.manyToMany.some((r) => r.prop === prop)
-            ? 'is a collection: change it with add() and remove()'
-            : `is not a property of ${meta.name}`
+        : notAssignable(meta, String(prop))
     throw new InvalidValueError(meta.name, String(prop), by, why)
   }
   const reason = field.type.check(by)

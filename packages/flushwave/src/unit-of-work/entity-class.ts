@@ -99,6 +99,13 @@ function classFor(meta: EntityMeta): EntityClass {
   return EntityClass
 }
 
+/** Why `prop` is not a column or reference of `meta` to assign (or add to). */
+export function notAssignable(meta: EntityMeta, prop: string): string {
+  if (prop === meta.id.prop) return 'is the id and cannot be changed'
+  if (meta.oneToMany.some((r) => r.prop === prop) || meta.manyToMany.some((r) => r.prop === prop)) return 'is a collection: change it with add() and remove()'
+  return `is not a property of ${meta.name}`
+}
+
 export function writable(state: EntityState): void {
   if (state.status === 'removed' || state.status === 'detached') {
     throw new EntityStateError(`${label(state)} is ${state.status} and cannot be changed`)

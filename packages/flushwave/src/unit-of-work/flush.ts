@@ -104,15 +104,15 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
       giveBack(ctx, assigned)
       for (const [entity, deltas] of set.counted) restoreIncrements(entity, deltas)
     }
-    // It may have committed: a retry must insert with the same ids, so that it fails as a duplicate
-    // instead of writing the rows a second time; and must not add the same increments again.
-    else if (error instanceof ConnectionLostError) {
-      keepIds(assigned)
-      for (const entity of set.inserted) entity[STATE].poolId = false // sent: it may be a committed row's
+    // It may have committed (a lost connection; or anything else, a driver's own error: no proof of
+    // a rollback either). A retry after a lost connection must insert with the same ids, so that it
+    // fails as a duplicate instead of writing the rows a second time; and no retry may add the same
+    // increments again, or give back ids that may be committed rows'.
+    else {
+      if (error instanceof ConnectionLostError) keepIds(assigned)
+      for (const entity of set.inserted) entity[STATE].poolId = false
       for (const [entity, deltas] of set.counted) forgetCounters(entity, deltas.keys())
     }
-    // Anything else (a bug, a driver's own error) is no proof of a rollback either.
-    else for (const [entity, deltas] of set.counted) forgetCounters(entity, deltas.keys())
     for (const entity of ctx.candidates) entity[STATE].touched = true
     throw error
   } finally {

@@ -2,7 +2,7 @@ import { EntityStateError, InvalidValueError } from '../errors.js'
 import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { addIncrement, counterOf } from './counters.js'
-import { checkValue, makeEntity, writable, type CollectionFactory } from './entity-class.js'
+import { checkValue, makeEntity, notAssignable, writable, type CollectionFactory } from './entity-class.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
 import { isChanged, pinDates } from './dirty.js'
 import { IdentityMap } from './identity-map.js'
@@ -19,12 +19,6 @@ function creatable(meta: EntityMeta): ReadonlySet<string> {
   let props = creatableProps.get(meta)
   if (!props) creatableProps.set(meta, (props = new Set([meta.id.prop, ...meta.fields.map((f) => f.prop), ...meta.manyToMany.map((m) => m.prop)])))
   return props
-}
-
-function notAssignable(meta: EntityMeta, prop: string): string {
-  if (prop === meta.id.prop) return 'is the id and cannot be changed'
-  if (meta.oneToMany.some((r) => r.prop === prop) || meta.manyToMany.some((r) => r.prop === prop)) return 'is a collection: change it with add() and remove()'
-  return `is not a property of ${meta.name}`
 }
 
 /**
