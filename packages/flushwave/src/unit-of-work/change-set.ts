@@ -24,6 +24,8 @@ export interface ChangeSet {
    * the entities when it sends them, and puts them back if the flush fails.
    */
   readonly counted: ReadonlyMap<HasState, ReadonlyMap<FieldMeta, unknown>>
+  /** The inserted entities that are upserts (`em.upsert`): they take their row's id after commit. */
+  readonly upserted: readonly HasState[]
 }
 
 /** New sequence-id entities among `entities`: they need ids from the pool before the changes can be computed. */
@@ -71,6 +73,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const deleted: HasState[] = []
   const collections: ManyToManyCollection[] = []
   const counted = new Map<HasState, ReadonlyMap<FieldMeta, unknown>>()
+  const upserted: HasState[] = []
 
   for (const entity of candidates) {
     const state = entity[STATE]
@@ -99,7 +102,10 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       const id = idText(state, entity)
       // No object spread here: this runs once per new row (a literal keeps the insert path fast).
       if (state.upsert === undefined) inserts.push({ entity: meta, id, values })
-      else inserts.push({ entity: meta, id, values, upsert: { key: state.upsert.key, update: meta.fields.filter((f) => state.upsert!.update.has(f)) } })
+      else {
+        inserts.push({ entity: meta, id, values, upsert: { key: state.upsert.key, update: meta.fields.filter((f) => state.upsert!.update.has(f)) } })
+        upserted.push(entity)
+      }
       inserted.push(entity)
       written.set(entity, snapshot)
     } else {
@@ -149,7 +155,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const replaced = deletes.length > 0 && written.size > 0 ? replacedKeys(deleted, written.keys(), fieldText, idText) : undefined
   const ordered = replaced === undefined ? deletes : deletes.map((d, i) => (replaced.has(deleted[i]!) ? { ...d, first: true as const } : d))
   const nulled = deleted.length > 0 ? cascadeInMemory(map, deleted) : []
-  return { changes: { inserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections, counted }
+  return { changes: { inserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections, counted, upserted }
 }
 
 /** The ids a removed row referred to through its self-references, as read (null when not read). */

@@ -248,7 +248,7 @@ function readBack(uow: UnitOfWork, counted: ChangeSet['counted'], returned: Read
  * after a lost connection) the id is unknown: the entity is detached, and its row found by its key.
  */
 function settleUpserts(ctx: FlushContext, set: ChangeSet, assigned: ReadonlyMap<HasState, string>, returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
-  const upserted = set.inserted.filter((e) => e[STATE].upsert !== undefined)
+  const upserted = set.upserted
   if (upserted.length === 0) return
   const rows = new Map<string, readonly unknown[]>()
   for (const [op, list] of returned) {
