@@ -2,7 +2,7 @@
  * postgres.js 3.4.9 sends a query whose shape its connection has not prepared as Parse/Describe
  * alone, waits for the parameter types, and only then binds it; a reserved connection holds every
  * later query back until it has answered (see cold-shapes.ts). The wait buys Flushwave nothing: it
- * types every parameter itself (text). With the query's `describeFirst` flag pinned to false,
+ * types every parameter itself (`unknown`, each cast in the text). With the query's `describeFirst` flag pinned to false,
  * postgres.js takes its path for queries without parameters instead: Parse, Describe, Bind and
  * Execute in one write, no wait, and the statement still enters its per-connection cache when the
  * ParameterDescription arrives. A new shape then costs no round trip, and a whole flush of new

@@ -17,7 +17,15 @@ import { firstFailure, lost, unknownFailure } from './failures.js'
 import { newShapes, pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
 import { prepareInline } from './inline-prepare.js'
 
-const TEXT_OID = 25
+/**
+ * Parameters go as `unknown` (OID 705), as node-postgres sends them: the server takes each one's type
+ * from the cast beside it (`$1::int8[]`) and reads the text once, with that type's input function.
+ * Typed `text` (25), every parameter was a text value first and then converted (an I/O cast per
+ * parameter): replaying a mixedFlush×10 flush's 30 statements, 7.4 ms against 6.7 ms (300 rounds,
+ * interleaved). postgres.js keeps a non-zero type as given and has no serializer for 705, so the
+ * string is sent as it is.
+ */
+const UNKNOWN_OID = 705
 
 export interface PostgresJsOptions {
   readonly onQuery?: (event: QueryEvent) => void
@@ -338,7 +346,7 @@ export class PostgresJsExecutor implements Executor {
   }
 
   private run(sql: Sql | ReservedSql, statement: Statement): PendingQuery<Row[]> {
-    const params = statement.params.map((p) => sql.typed(p as never, TEXT_OID))
+    const params = statement.params.map((p) => sql.typed(p as never, UNKNOWN_OID))
     // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
     // Every parameter is typed here, so a new shape needs no describe wait (inline-prepare.ts).
     const query = prepareInline(sql.unsafe<Row[]>(statement.text, params as never[], { prepare: true }))
