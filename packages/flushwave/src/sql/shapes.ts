@@ -5,12 +5,13 @@ import { counterFields } from '../schema/counters.js'
 import type { Schema } from '../schema/define.js'
 import { renderNextIds } from './render-ids.js'
 import { renderLoadByIds, renderLoadByReference, renderLoadLinks } from './render-select.js'
-import { renderOp } from './render-write.js'
+import { renderOp, writesOneRow } from './render-write.js'
 import type { Statement } from './statement.js'
 
 /**
  * Every statement text a flush or a load of this schema can send, each with zero rows (empty
- * arrays): running them changes nothing, and leaves each shape prepared on the connection.
+ * arrays; one-row shapes with nulls, which match and insert nothing): running them changes
+ * nothing, and leaves each shape prepared on the connection.
  * Find queries are not here: their text follows their where clause.
  */
 export function allShapes(schema: Schema): Statement[] {
@@ -30,11 +31,21 @@ export function allShapes(schema: Schema): Statement[] {
       linkAdds: entity.manyToMany.map((link): LinkChange => ({ link, owner: '0', target: '0' })),
       linkRemoves: entity.manyToMany.map((link): LinkChange => ({ link, owner: '0', target: '0' })),
     }
-    for (const wave of planFlush(changes, order).waves) for (const op of wave.ops) add(renderOp(empty(op)))
+    for (const wave of planFlush(changes, order).waves) {
+      for (const op of wave.ops) {
+        add(renderOp(empty(op)))
+        if (writesOneRow(op)) add(nulls(renderOp(op)))
+      }
+    }
     // Fix-ups of cycles use the unversioned update shape.
     if (entity.version) {
       for (const wave of planFlush({ ...changes, updates: [{ ...row, changed: new Map([[0, '0']]) }] }, order).waves) {
-        for (const op of wave.ops) if (op.kind === 'update') add(renderOp(empty({ ...op, versions: undefined })))
+        for (const op of wave.ops) {
+          if (op.kind !== 'update') continue
+          const fixUp = { ...op, versions: undefined }
+          add(renderOp(empty(fixUp)))
+          if (writesOneRow(fixUp)) add(nulls(renderOp(fixUp)))
+        }
       }
     }
     // Updates that add increments (atomic counters) have a shape of their own.
@@ -51,6 +62,11 @@ export function allShapes(schema: Schema): Statement[] {
   }
   add(renderNextIds([]))
   return [...out.values()]
+}
+
+/** A one-row statement with every parameter null: it writes no row. */
+function nulls(statement: Statement): Statement {
+  return { text: statement.text, params: statement.params.map(() => null) }
 }
 
 /** The same op with no rows: its statement text is the same, its parameters empty arrays. */

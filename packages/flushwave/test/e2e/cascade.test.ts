@@ -64,7 +64,8 @@ describe('cascades in the unit of work', () => {
       'delete from "review" as t where t."book_id" in (select c1."id" from "book" as c1 where c1."author_id" = any($1::int8[])) returning t."id"::text',
       'delete from "book_tag" as j where j."book_id" in (select c1."id" from "book" as c1 where c1."author_id" = any($1::int8[]))',
       'delete from "book" as t where t."author_id" = any($1::int8[]) returning t."id"::text',
-      'delete from "author" where "id" = any($1::int8[])',
+      // One row: a scalar bind, no array.
+      'delete from "author" where "id" = $1::int8',
     ])
     expect(result.deleted).toEqual({ review: 9, book_tag: 3, book: 3, author: 1 })
     expect(await db.sql`select id from book where id in ${db.sql(bookIds)}`).toEqual([])

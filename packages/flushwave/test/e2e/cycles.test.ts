@@ -40,7 +40,8 @@ describe('reference cycles', () => {
     const result = await em.flush()
     expect(result.waves).toBe(1)
     expect(db.writes().map((q) => q.text.slice(0, 20))).toEqual(['insert into "author"', 'insert into "book" (', 'update "author" as t'])
-    expect(db.writes()[0]!.params[2]).toBe('{NULL}')
+    // The author's one-row insert sends its favorite book as NULL; the update sets it.
+    expect(db.writes()[0]!.params[2]).toBeNull()
     const [row] = await db.sql`select favorite_book_id from author where id = ${author.id}`
     expect(Number(row!.favorite_book_id)).toBe(book.id)
     // Nothing is left dirty: the fix-up was the value the entity already had.
@@ -50,7 +51,7 @@ describe('reference cycles', () => {
     db.queries.length = 0
     await em.flush()
     expect(db.writes().map((q) => q.text.slice(0, 20))).toEqual(['insert into "author"'])
-    expect(db.writes()[0]!.params[2]).toBe(`{"${book.id}"}`)
+    expect(db.writes()[0]!.params[2]).toBe(String(book.id))
     expect(second.favoriteBook).toBe(book)
   })
 

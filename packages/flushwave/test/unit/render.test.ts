@@ -21,27 +21,44 @@ describe('array literals', () => {
 })
 
 describe('write statements', () => {
-  it('render an insert whose text does not depend on the row count', () => {
-    const one = renderPlan(planFlush({ ...empty, inserts: [{ entity: Tag, id: '1', values: ['a'] }] }, bookstore.insertOrder))
-    const two = renderPlan(
-      planFlush({ ...empty, inserts: [{ entity: Tag, id: '1', values: ['a'] }, { entity: Tag, id: '2', values: ['b'] }] }, bookstore.insertOrder),
-    )
-    expect(one[0]![0]!.text).toBe('insert into "tag" ("id", "name") select * from unnest($1::int8[], $2::text[])')
-    expect(two[0]![0]!.text).toBe(one[0]![0]!.text)
-    expect(two[0]![0]!.params).toEqual(['{"1","2"}', '{"a","b"}'])
+  it('render an insert whose text depends on whether it writes one row or more, never on how many', () => {
+    const tags = (n: number) => Array.from({ length: n }, (_, i) => ({ entity: Tag, id: String(i + 1), values: [String.fromCharCode(97 + i)] }))
+    const [one, two, three] = [1, 2, 3].map((n) => renderPlan(planFlush({ ...empty, inserts: tags(n) }, bookstore.insertOrder))[0]![0]!)
+    expect(two!.text).toBe('insert into "tag" ("id", "name") select * from unnest($1::int8[], $2::text[])')
+    expect(three!.text).toBe(two!.text)
+    expect(two!.params).toEqual(['{"1","2"}', '{"a","b"}'])
+    // One row: scalar binds, no arrays; the id's test makes a row of nulls insert nothing.
+    expect(one!.text).toBe('insert into "tag" ("id", "name") select $1::int8, $2::text where $1::int8 is not null')
+    expect(one!.params).toEqual(['1', 'a'])
   })
 
   it('render an insert whose Dates travel as epoch milliseconds, decoded by name', () => {
     const at = new Date('2026-11-22T18:30:00.123Z')
-    const statement = renderPlan(
-      planFlush({ ...empty, inserts: [{ entity: Author, id: '7', values: ['Ann', null, '0', String(at.getTime())] }] }, bookstore.insertOrder),
-    )[0]![0]!
-    expect(statement.text).toBe(
+    const row = (id: string) => ({ entity: Author, id, values: ['Ann', null, '0', String(at.getTime())] })
+    const [statement, one] = [[row('7'), row('8')], [row('7')]].map((inserts) => renderPlan(planFlush({ ...empty, inserts }, bookstore.insertOrder))[0]![0]!)
+    const decode = (x: string) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`
+    expect(statement!.text).toBe(
       'insert into "author" ("id", "name", "email", "rating", "created_at") ' +
-        `select d.c0, d.c1, d.c2, d.c3, (timestamptz 'epoch' + (d.c4 / 1000) * interval '1 second' + (d.c4 % 1000) * interval '1 millisecond') ` +
+        `select d.c0, d.c1, d.c2, d.c3, ${decode('d.c4')} ` +
         'from unnest($1::int8[], $2::text[], $3::text[], $4::numeric[], $5::int8[]) as d(c0, c1, c2, c3, c4)',
     )
-    expect(statement.params).toEqual(['{"7"}', '{"Ann"}', '{NULL}', '{"0"}', '{"1795372200123"}'])
+    expect(statement!.params).toEqual(['{"7","8"}', '{"Ann","Ann"}', '{NULL,NULL}', '{"0","0"}', '{"1795372200123","1795372200123"}'])
+    expect(one!.text).toBe(
+      'insert into "author" ("id", "name", "email", "rating", "created_at") ' +
+        `select $1::int8, $2::text, $3::text, $4::numeric, ${decode('$5::int8')} where $1::int8 is not null`,
+    )
+    expect(one!.params).toEqual(['7', 'Ann', null, '0', '1795372200123'])
+  })
+
+  it('render a one-row update and delete with scalar binds', () => {
+    const statements = renderPlan(
+      planFlush({ ...empty, updates: [{ entity: Tag, id: '5', changed: new Map([[0, 'x']]) }], deletes: [{ entity: Tag, id: '6' }] }, bookstore.insertOrder),
+    )[0]!
+    const [update, remove] = (['update', 'delete'] as const).map((kind) => statements.find((s) => s.op.kind === kind))
+    expect(update!.text).toBe('update "tag" as t set "name" = case when $3::bool then $2::text else t."name" end where t."id" = $1::int8')
+    expect(update!.params).toEqual(['5', 'x', 't'])
+    expect(remove!.text).toBe('delete from "tag" where "id" = $1::int8')
+    expect(remove!.params).toEqual(['6'])
   })
 
   it('render an update that sets only the fields each row changed', () => {
