@@ -1,15 +1,10 @@
-import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
 import { treeFields } from '../schema/self-references.js'
 import type { LinkPurgeOp, Op, RowSet } from './ops.js'
+import type { TableIndex } from './table-index.js'
 
 /** The links of rows about to be deleted, on either side of every join table. */
-export function purgeOps(rows: RowSet, links: readonly ManyToManyMeta[]): LinkPurgeOp[] {
-  const ops: LinkPurgeOp[] = []
-  for (const link of links) {
-    if (link.owner === rows.entity) ops.push({ kind: 'link-purge', link, side: 'owner', rows })
-    if (link.target === rows.entity) ops.push({ kind: 'link-purge', link, side: 'target', rows })
-  }
-  return ops
+export function purgeOps(rows: RowSet, index: TableIndex): LinkPurgeOp[] {
+  return index.linkSides(rows.entity).map(({ link, side }) => ({ kind: 'link-purge', link, side, rows }))
 }
 
 /**
@@ -21,27 +16,23 @@ export function purgeOps(rows: RowSet, links: readonly ManyToManyMeta[]): LinkPu
  * statement that deletes `rows` deletes them with it (see render-write.ts), so that every foreign
  * key is checked once both are gone. A self-reference that says `'set null'` unlinks their children.
  */
-export function cascade(rows: RowSet, order: readonly EntityMeta[], ops: Op[], doomed: RowSet[]): void {
-  const links = order.flatMap((e) => e.manyToMany)
+export function cascade(rows: RowSet, index: TableIndex, ops: Op[], doomed: RowSet[]): void {
   if (rows.kind !== 'subtree') {
     for (const field of treeFields(rows.entity)) {
       const below = { kind: 'subtree', entity: rows.entity, field, roots: rows } as const
       doomed.push(below)
-      cascade(below, order, ops, doomed)
-      ops.push(...purgeOps(below, links))
+      cascade(below, index, ops, doomed)
+      ops.push(...purgeOps(below, index))
     }
   }
-  for (const child of [...order].reverse()) {
-    for (const field of child.fields) {
-      if (field.ref?.target !== rows.entity) continue
-      const children = { kind: 'children', entity: child, field, parent: rows } as const
-      if (field.ref.onDelete === 'set null') ops.push({ kind: 'cascade-null', rows: children })
-      if (child === rows.entity) continue // a cascading tree: above
-      if (field.ref.onDelete === 'cascade') {
-        doomed.push(children)
-        cascade(children, order, ops, doomed)
-        ops.push(...purgeOps(children, links), { kind: 'cascade-delete', rows: children })
-      }
+  for (const { child, field } of index.referrers(rows.entity)) {
+    const children = { kind: 'children', entity: child, field, parent: rows } as const
+    if (field.ref!.onDelete === 'set null') ops.push({ kind: 'cascade-null', rows: children })
+    if (child === rows.entity) continue // a cascading tree: above
+    if (field.ref!.onDelete === 'cascade') {
+      doomed.push(children)
+      cascade(children, index, ops, doomed)
+      ops.push(...purgeOps(children, index), { kind: 'cascade-delete', rows: children })
     }
   }
 }

@@ -3,6 +3,7 @@ import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
 import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate, Text } from './changes.js'
 import { cascade, purgeOps } from './cascade.js'
 import { chunk, DEFAULT_MAX_ROWS } from './chunk.js'
+import { tableIndex, type FixUp, type TableIndex } from './table-index.js'
 import type { DeleteOp, InsertOp, LinkDeleteOp, LinkInsertOp, Op, RowSet, UpdateOp } from './ops.js'
 import type { Plan, Preparation } from './plan.js'
 
@@ -29,9 +30,10 @@ export function planFlush(
   const inserts = byEntity(changes.inserts)
   const updates = byEntity(changes.updates)
   const deletes = byEntity(changes.deletes.filter((d) => !d.first))
-  const links = order.flatMap((e) => e.manyToMany)
+  const index = tableIndex(order)
+  const links = index.links
   const replaced = byEntity(changes.deletes.filter((d) => d.first))
-  if (replaced.size > 0) ops.push(...deleting(replaced, order, links, maxRows))
+  if (replaced.size > 0) ops.push(...deleting(replaced, index, maxRows))
   const newIds = newIdsOf(inserts)
   const fixUps: Op[] = []
   for (const entity of order) {
@@ -42,7 +44,7 @@ export function planFlush(
     // an upserted key is then a duplicate (UniqueViolationError), as any create of a taken key is.
     if (rows.length < all.length) for (const group of upsertGroups(all)) ops.push({ ...insertOp(entity, group), upsert: group[0]!.upsert! })
     if (rows.length > 0) {
-      const { now, later } = breakCycles(entity, rows, newIds)
+      const { now, later } = breakCycles(entity, index.fixUps(entity), rows, newIds)
       ops.push(insertOp(entity, rows.length > maxRows ? parentsFirst(entity, now) : now))
       if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined, increments: undefined })
     }
@@ -62,7 +64,7 @@ export function planFlush(
     const removes = linkRemoves.get(link)
     if (removes) ops.push(linkOp('link-delete', link, unique(removes)))
   }
-  ops.push(...deleting(deletes, order, links, maxRows))
+  ops.push(...deleting(deletes, index, maxRows))
   const chunked = ops.flatMap((op) => chunk(op, maxRows))
   const waves = chunked.length === 0 ? [] : [{ ops: chunked, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
   return Object.freeze({ waves, preparation })
@@ -72,21 +74,21 @@ export function planFlush(
  * Deletes rows, per table children first: cycle references of every doomed row cleared, then each
  * table's cascades, its links, its rows.
  */
-function deleting(deletes: ReadonlyMap<EntityMeta, readonly RowDelete[]>, order: readonly EntityMeta[], links: readonly ManyToManyMeta[], maxRows: number): Op[] {
+function deleting(deletes: ReadonlyMap<EntityMeta, readonly RowDelete[]>, index: TableIndex, maxRows: number): Op[] {
   const doomed: RowSet[] = []
   const ops: Op[] = []
-  for (const entity of [...order].reverse()) {
+  for (const entity of index.childrenFirst) {
     const rows = deletes.get(entity)
     if (!rows) continue
     const set: RowSet = { kind: 'ids', entity, ids: rows.map((r) => r.id) }
     doomed.push(set)
-    cascade(set, order, ops, doomed)
-    ops.push(...purgeOps(set, links), deleteOp(entity, rows, rows.length > maxRows))
+    cascade(set, index, ops, doomed)
+    ops.push(...purgeOps(set, index), deleteOp(entity, rows, rows.length > maxRows))
   }
   const unlinks: Op[] = []
   for (const rows of doomed) {
-    const fields = rows.entity.fields.filter((f) => f.ref?.fixUp)
-    if (fields.length > 0) unlinks.push({ kind: 'unlink-cycle', rows, fields })
+    const fields = index.fixUps(rows.entity)
+    if (fields.length > 0) unlinks.push({ kind: 'unlink-cycle', rows, fields: fields.map(([field]) => field) })
   }
   return [...unlinks, ...ops]
 }
@@ -97,10 +99,10 @@ function deleting(deletes: ReadonlyMap<EntityMeta, readonly RowDelete[]>, order:
  */
 function breakCycles(
   entity: EntityMeta,
+  fields: readonly FixUp[],
   rows: readonly RowInsert[],
   newIds: { get(entity: EntityMeta): ReadonlySet<string> | undefined },
 ): { now: readonly RowInsert[]; later: RowUpdate[] } {
-  const fields = entity.fields.flatMap((f, i) => (f.ref?.fixUp ? [[f, i] as const] : []))
   if (fields.length === 0) return { now: rows, later: [] }
   const later: RowUpdate[] = []
   const now = rows.map((row) => {
