@@ -15,18 +15,23 @@
 
 const inline = new WeakSet<object>()
 
+/**
+ * One descriptor for every query (its accessors read `this`), so that pinning the flag makes no
+ * closures per statement.
+ */
+const pinned: PropertyDescriptor = {
+  configurable: true,
+  enumerable: true,
+  get: () => false,
+  // postgres.js assigns the flag when it builds the query: true means it wanted to wait.
+  set(this: object, wanted: unknown) {
+    if (wanted) inline.add(this)
+  },
+}
+
 /** Makes postgres.js send `query` without a describe wait; call it before the query executes. */
 export function prepareInline<Q extends object>(query: Q): Q {
-  Object.defineProperty(query, 'describeFirst', {
-    configurable: true,
-    enumerable: true,
-    get: () => false,
-    // postgres.js assigns the flag when it builds the query: true means it wanted to wait.
-    set: (wanted: unknown) => {
-      if (wanted) inline.add(query)
-    },
-  })
-  return query
+  return Object.defineProperty(query, 'describeFirst', pinned)
 }
 
 /** Whether postgres.js would have described this query first, and sent it in one write instead. */
