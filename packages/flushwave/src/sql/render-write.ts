@@ -68,7 +68,7 @@ function renderInsert(op: InsertOp) {
     for (const column of op.columns) params.push(column[0] ?? null)
     return { text: cached(e, 'insert-one', () => insertOneText(e)), params }
   }
-  const params = [arrayLiteral(op.ids), ...op.columns.map(arrayLiteral)]
+  const params = [arrayLiteral(op.ids, e.id.type.sqlType), ...op.columns.map((column, i) => arrayLiteral(column, wireType(e.fields[i]!)))]
   if (op.upsert === undefined) return { text: cached(e, 'insert', () => `insert into ${e.quotedTable} (${columnNames(e)}) ${unnestSelect(e)}`), params }
   return { text: `insert into ${e.quotedTable} as t (${columnNames(e)}) ${unnestSelect(e)} ${onConflict(e, op.upsert)}`, params }
 }
@@ -139,7 +139,7 @@ function renderUpdate(op: UpdateOp) {
   const sets: string[] = []
   const arrays = [`$1::${e.id.type.sqlType}[]`]
   const aliases = ['k']
-  const params: string[] = [arrayLiteral(op.ids)]
+  const params: string[] = [arrayLiteral(op.ids, e.id.type.sqlType)]
   e.fields.forEach((f, i) => {
     if (f.version) return
     const n = params.length
@@ -148,7 +148,7 @@ function renderUpdate(op: UpdateOp) {
     sets.push(`${f.quoted} = ${c < 0 ? value : `(${value}) + coalesce(d.i${c + 1}, 0)`}`)
     arrays.push(`$${n + 1}::${wireType(f)}[]`, `$${n + 2}::bool[]`)
     aliases.push(`v${i + 1}`, `s${i + 1}`)
-    params.push(arrayLiteral(op.columns[i]!.values), boolArrayLiteral(op.columns[i]!.set))
+    params.push(arrayLiteral(op.columns[i]!.values, wireType(f)), boolArrayLiteral(op.columns[i]!.set))
   })
   counters.forEach((f, c) => {
     arrays.push(`$${params.length + 1}::${f.type.sqlType}[]`)
@@ -241,11 +241,11 @@ function renderDelete(op: DeleteOp) {
       treeFields(e).length === 0
         ? `delete from ${e.quotedTable} where ${e.id.quoted} = any($1::${e.id.type.sqlType}[])`
         : `delete from ${e.quotedTable} as t where ${orBelow(`t.${e.id.quoted} = any($1::${e.id.type.sqlType}[])`, roots)} returning t.${e.id.quoted}::text`
-    return { text, params: [arrayLiteral(op.ids)] }
+    return { text, params: [arrayLiteral(op.ids, e.id.type.sqlType)] }
   }
   const v = e.version
   const d = `with d as (select * from unnest($1::${e.id.type.sqlType}[], $2::${v.type.sqlType}[]) as d(k, ver)), `
-  const params = [arrayLiteral(op.ids), arrayLiteral(op.versions)]
+  const params = [arrayLiteral(op.ids, e.id.type.sqlType), arrayLiteral(op.versions, v.type.sqlType)]
   if (treeFields(e).length === 0) {
     return {
       text: d + `w as (delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` + staleCheck(e.table),
@@ -289,7 +289,7 @@ function renderLinkInsert(op: LinkInsertOp) {
     text:
       `insert into ${op.link.quotedTable} (${c.own}, ${c.target}) ` +
       `select * from unnest($1::${c.ownType}[], $2::${c.targetType}[]) on conflict do nothing`,
-    params: [arrayLiteral(op.owners), arrayLiteral(op.targets)],
+    params: [arrayLiteral(op.owners, c.ownType), arrayLiteral(op.targets, c.targetType)],
   }
 }
 
@@ -299,7 +299,7 @@ function renderLinkDelete(op: LinkDeleteOp) {
     text:
       `delete from ${op.link.quotedTable} as j using unnest($1::${c.ownType}[], $2::${c.targetType}[]) as d(o, t) ` +
       `where j.${c.own} = d.o and j.${c.target} = d.t`,
-    params: [arrayLiteral(op.owners), arrayLiteral(op.targets)],
+    params: [arrayLiteral(op.owners, c.ownType), arrayLiteral(op.targets, c.targetType)],
   }
 }
 

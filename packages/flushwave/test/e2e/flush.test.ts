@@ -83,7 +83,7 @@ describe('flush', () => {
     expect(db.writes().map((q) => q.text.slice(0, 22))).toEqual(['update "author" as t s', 'update "book" as t set', 'update "review" as t s'])
     const bookUpdate = db.writes()[1]!
     // Params: ids, then per field (title, pages, status, meta, author) its values and set-mask.
-    expect(bookUpdate.params[3]).toBe('{"100","100","100","100","100","100","100","100","100","100"}')
+    expect(bookUpdate.params[3]).toBe('{100,100,100,100,100,100,100,100,100,100}')
     expect(bookUpdate.params[2]).toBe('{f,f,f,f,f,f,f,f,f,f}')
     expect(bookUpdate.params[4]).toBe('{t,t,t,t,t,t,t,t,t,t}')
 

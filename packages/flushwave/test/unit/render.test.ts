@@ -18,6 +18,15 @@ describe('array literals', () => {
     )
     expect(arrayLiteral([])).toBe('{}')
   })
+
+  it('leaves elements of integer, boolean and uuid types bare, and quotes every other type', () => {
+    expect(arrayLiteral(['1', null, '-42'], 'int8')).toBe('{1,NULL,-42}')
+    expect(arrayLiteral(['t', 'f'], 'bool')).toBe('{t,f}')
+    expect(arrayLiteral(['0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'], 'uuid')).toBe('{0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b}')
+    // Text that looks like a number (or holds a comma) is still quoted: only the type decides.
+    expect(arrayLiteral(['1', '1,2', 'NULL'], 'text')).toBe('{"1","1,2","NULL"}')
+    expect(arrayLiteral(['1.5'], 'numeric')).toBe('{"1.5"}')
+  })
 })
 
 describe('write statements', () => {
@@ -26,7 +35,8 @@ describe('write statements', () => {
     const [one, two, three] = [1, 2, 3].map((n) => renderPlan(planFlush({ ...empty, inserts: tags(n) }, bookstore.insertOrder))[0]![0]!)
     expect(two!.text).toBe('insert into "tag" ("id", "name") select * from unnest($1::int8[], $2::text[])')
     expect(three!.text).toBe(two!.text)
-    expect(two!.params).toEqual(['{"1","2"}', '{"a","b"}'])
+    // Ids go bare (int8); text stays quoted.
+    expect(two!.params).toEqual(['{1,2}', '{"a","b"}'])
     // One row: scalar binds, no arrays; the id's test makes a row of nulls insert nothing.
     expect(one!.text).toBe('insert into "tag" ("id", "name") select $1::int8, $2::text where $1::int8 is not null')
     expect(one!.params).toEqual(['1', 'a'])
@@ -42,7 +52,7 @@ describe('write statements', () => {
         `select d.c0, d.c1, d.c2, d.c3, ${decode('d.c4')} ` +
         'from unnest($1::int8[], $2::text[], $3::text[], $4::numeric[], $5::int8[]) as d(c0, c1, c2, c3, c4)',
     )
-    expect(statement!.params).toEqual(['{"7","8"}', '{"Ann","Ann"}', '{NULL,NULL}', '{"0","0"}', '{"1795372200123","1795372200123"}'])
+    expect(statement!.params).toEqual(['{7,8}', '{"Ann","Ann"}', '{NULL,NULL}', '{"0","0"}', '{1795372200123,1795372200123}'])
     expect(one!.text).toBe(
       'insert into "author" ("id", "name", "email", "rating", "created_at") ' +
         `select $1::int8, $2::text, $3::text, $4::numeric, ${decode('$5::int8')} where $1::int8 is not null`,
@@ -84,7 +94,7 @@ describe('write statements', () => {
         'from unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $8::int8[], $9::bool[]) ' +
         'as d(k, v1, s1, v2, s2, v3, s3, v4, s4) where t."id" = d.k',
     )
-    expect(statement.params).toEqual(['{"7","8"}', '{"Ann",NULL}', '{t,f}', '{NULL,NULL}', '{f,t}', '{NULL,NULL}', '{f,f}', '{NULL,NULL}', '{f,f}'])
+    expect(statement.params).toEqual(['{7,8}', '{"Ann",NULL}', '{t,f}', '{NULL,NULL}', '{f,t}', '{NULL,NULL}', '{f,f}', '{NULL,NULL}', '{f,f}'])
   })
 
   it('order inserts parents first, then links, updates, link deletes, and deletes children first', () => {
@@ -121,7 +131,7 @@ describe('write statements', () => {
     ])
     const linkInsert = renderPlan(plan)[0]![2]!
     expect(linkInsert.text).toBe('insert into "book_tag" ("book_id", "tag_id") select * from unnest($1::int8[], $2::int8[]) on conflict do nothing')
-    expect(linkInsert.params).toEqual(['{"2"}', '{"5"}'])
+    expect(linkInsert.params).toEqual(['{2}', '{5}'])
   })
 
   it('plan nothing for no changes', () => {
