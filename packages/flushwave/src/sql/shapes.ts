@@ -17,6 +17,11 @@ import type { Statement } from './statement.js'
 export function allShapes(schema: Schema): Statement[] {
   const out = new Map<string, Statement>()
   const add = (s: Statement) => out.set(s.text, { text: s.text, params: s.params })
+  // Every form an op can take: its array form, and its one-row form where it has one.
+  const addForms = (op: Op) => {
+    add(renderOp(empty(op)))
+    if (writesOneRow(op)) add(nulls(renderOp(op)))
+  }
   const order = schema.insertOrder
   for (const entity of order) {
     // One row per kind, to make the planner emit every op (cascades, purges, fix-ups, versioned
@@ -31,21 +36,11 @@ export function allShapes(schema: Schema): Statement[] {
       linkAdds: entity.manyToMany.map((link): LinkChange => ({ link, owner: '0', target: '0' })),
       linkRemoves: entity.manyToMany.map((link): LinkChange => ({ link, owner: '0', target: '0' })),
     }
-    for (const wave of planFlush(changes, order).waves) {
-      for (const op of wave.ops) {
-        add(renderOp(empty(op)))
-        if (writesOneRow(op)) add(nulls(renderOp(op)))
-      }
-    }
+    for (const wave of planFlush(changes, order).waves) for (const op of wave.ops) addForms(op)
     // Fix-ups of cycles use the unversioned update shape.
     if (entity.version) {
       for (const wave of planFlush({ ...changes, updates: [{ ...row, changed: new Map([[0, '0']]) }] }, order).waves) {
-        for (const op of wave.ops) {
-          if (op.kind !== 'update') continue
-          const fixUp = { ...op, versions: undefined }
-          add(renderOp(empty(fixUp)))
-          if (writesOneRow(fixUp)) add(nulls(renderOp(fixUp)))
-        }
+        for (const op of wave.ops) if (op.kind === 'update') addForms({ ...op, versions: undefined })
       }
     }
     // Updates that add increments (atomic counters) have a shape of their own.
@@ -53,7 +48,7 @@ export function allShapes(schema: Schema): Statement[] {
     if (counters.length > 0) {
       const increments = new Map(counters.map((f) => [entity.fields.indexOf(f), '0']))
       for (const wave of planFlush({ ...changes, inserts: [], deletes: [], updates: [{ ...row, changed: new Map(), increments }] }, order).waves) {
-        for (const op of wave.ops) if (op.kind === 'update') add(renderOp(empty(op)))
+        for (const op of wave.ops) if (op.kind === 'update') addForms(op)
       }
     }
     add(renderLoadByIds(entity, []))
