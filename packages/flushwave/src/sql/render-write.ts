@@ -159,8 +159,8 @@ function renderUpdate(op: UpdateOp) {
   if (!op.versions || !e.version) {
     return {
       text:
-        `update ${e.quotedTable} as t set ${sets.join(', ')} ` +
-        `from unnest(${arrays.join(', ')}) as d(${aliases.join(', ')}) where t.${e.id.quoted} = d.k`,
+        `with d as (${lockedInIdOrder(e, `unnest(${arrays.join(', ')}) as a(${aliases.join(', ')})`, 'no key update')}) ` +
+        `update ${e.quotedTable} as t set ${sets.join(', ')} from d where t.${e.id.quoted} = d.k`,
       params,
     }
   }
@@ -170,12 +170,26 @@ function renderUpdate(op: UpdateOp) {
   params.push(arrayLiteral(op.versions))
   return {
     text:
-      `with d as (select * from unnest(${arrays.join(', ')}) as d(${aliases.join(', ')})), ` +
+      `with a as (select * from unnest(${arrays.join(', ')}) as a(${aliases.join(', ')})), ` +
+      `d as (${lockedInIdOrder(e, 'a', 'no key update')}), ` +
       `w as (update ${e.quotedTable} as t set ${[...sets, `${v.quoted} = t.${v.quoted} + 1`].join(', ')} ` +
       `from d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` +
       staleCheck(e.table),
     params,
   }
+}
+
+/**
+ * The rows of `from` (aliased `a`, keyed by `a.k`) whose table row exists, each row locked before
+ * the write reads it and all of them in id order. Without this the server locks rows in the order
+ * its plan meets them: a hash join or a scan of a small table meets them in heap order, which moves
+ * as rows are updated, and two flushes that lock shared rows in two orders deadlock (each deadlock
+ * waits out `deadlock_timeout`, 1 s by default: the example's checkouts retried 2 to 10 per 10 s
+ * run). The lock is the one the write takes anyway (an update that keeps its key takes `no key
+ * update`, which does not block a concurrent insert of a row that references it).
+ */
+function lockedInIdOrder(e: EntityMeta, from: string, mode: 'no key update' | 'update'): string {
+  return `select a.* from ${from} join ${e.quotedTable} as x on x.${e.id.quoted} = a.k order by a.k for ${mode} of x`
 }
 
 function updateOneText(e: EntityMeta): string {
@@ -213,7 +227,8 @@ function renderCounting(op: UpdateOp, counters: readonly FieldMeta[], sets: stri
   }
   return {
     text:
-      `with d as (select * from unnest(${arrays.join(', ')}) as d(${aliases.join(', ')})), ` +
+      `with a as (select * from unnest(${arrays.join(', ')}) as a(${aliases.join(', ')})), ` +
+      `d as (${lockedInIdOrder(e, 'a', 'no key update')}), ` +
       `w as (update ${e.quotedTable} as t set ${sets.join(', ')} from d where ${where} returning ${returning.join(', ')}) ` +
       `select ${columns.join(', ')} from (${staleCheck(e.table)}) as x(stale) left join w on x.stale is null`,
     params,
@@ -221,12 +236,12 @@ function renderCounting(op: UpdateOp, counters: readonly FieldMeta[], sets: stri
 }
 
 /**
- * Fails the statement, on the server and inside the pipeline, when any row of `d` was not written
- * by `w` (its version moved on, or it is gone): the cast of a non-number to int4 raises, so the
- * pipelined COMMIT turns into ROLLBACK and the client never waits to check a row count.
+ * Fails the statement, on the server and inside the pipeline, when any row asked for (`a`) was not
+ * written by `w` (its version moved on, or it is gone): the cast of a non-number to int4 raises, so
+ * the pipelined COMMIT turns into ROLLBACK and the client never waits to check a row count.
  */
 function staleCheck(table: string): string {
-  return `select ('${STALE_MARK}${table.replace(/'/g, "''")}:' || string_agg(d.k::text, ',' order by d.k))::int4 from d where d.k not in (select w.k from w)`
+  return `select ('${STALE_MARK}${table.replace(/'/g, "''")}:' || string_agg(a.k::text, ',' order by a.k))::int4 from a where a.k not in (select w.k from w)`
 }
 
 /** Prefix of the error that a version check raises; the executor turns it into OptimisticLockError. */
@@ -239,25 +254,30 @@ function renderDelete(op: DeleteOp) {
   if (!op.versions || !e.version) {
     const text =
       treeFields(e).length === 0
-        ? `delete from ${e.quotedTable} where ${e.id.quoted} = any($1::${e.id.type.sqlType}[])`
+        ? `with d as (${lockedInIdOrder(e, `unnest($1::${e.id.type.sqlType}[]) as a(k)`, 'update')}) delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k`
         : `delete from ${e.quotedTable} as t where ${orBelow(`t.${e.id.quoted} = any($1::${e.id.type.sqlType}[])`, roots)} returning t.${e.id.quoted}::text`
     return { text, params: [arrayLiteral(op.ids, e.id.type.sqlType)] }
   }
   const v = e.version
-  const d = `with d as (select * from unnest($1::${e.id.type.sqlType}[], $2::${v.type.sqlType}[]) as d(k, ver)), `
+  const a = `with a as (select * from unnest($1::${e.id.type.sqlType}[], $2::${v.type.sqlType}[]) as a(k, ver)), `
   const params = [arrayLiteral(op.ids, e.id.type.sqlType), arrayLiteral(op.versions, v.type.sqlType)]
   if (treeFields(e).length === 0) {
     return {
-      text: d + `w as (delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` + staleCheck(e.table),
+      text:
+        a +
+        `d as (${lockedInIdOrder(e, 'a', 'update')}), ` +
+        `w as (delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` +
+        staleCheck(e.table),
       params,
     }
   }
   // The rows below the removed ones in a cascading tree go in the same statement, unchecked (the
-  // version check is for the rows the application removed); every id deleted comes back.
-  const removed = orBelow(`exists (select from d where d.k = t.${e.id.quoted} and d.ver = t.${v.quoted})`, roots)
+  // version check is for the rows the application removed); every id deleted comes back. They are
+  // found by walking the tree, so they are not locked in id order.
+  const removed = orBelow(`exists (select from a where a.k = t.${e.id.quoted} and a.ver = t.${v.quoted})`, roots)
   return {
     text:
-      d +
+      a +
       `w as (delete from ${e.quotedTable} as t where ${removed} returning t.${e.id.quoted} as k) ` +
       `select w.k::text from (${staleCheck(e.table)}) as x(stale) left join w on x.stale is null`,
     params,

@@ -38,7 +38,9 @@ describe('optimistic locking', () => {
     db.queries.length = 0
     const result = await em.flush()
     expect(result).toMatchObject({ statements: 1, waves: 1, roundTrips: 1, coldStatements: 0, updated: { account: 1 } })
-    expect(db.writes()[0]!.text).toMatch(/^with d as \(select \* from unnest\(.*\) as d\(k, v1, s1, v2, s2, ver\)\), w as \(update "account" as t set .*"version" = t\."version" \+ 1 .* and t\."version" = d\.ver returning t\."id" as k\) select \('flushwave-stale:account:' \|\|/)
+    expect(db.writes()[0]!.text).toMatch(
+      /^with a as \(select \* from unnest\(.*\) as a\(k, v1, s1, v2, s2, ver\)\), d as \(select a\.\* from a join "account" as x on x\."id" = a\.k order by a\.k for no key update of x\), w as \(update "account" as t set .*"version" = t\."version" \+ 1 from d .* and t\."version" = d\.ver returning t\."id" as k\) select \('flushwave-stale:account:' \|\|/,
+    )
     expect(a.version).toBe(3)
     a.balance = 80
     await em.flush()

@@ -21,7 +21,8 @@ let db: TestDatabase<typeof schema.defs>
 /** The kind and table of each write statement since the last reset, e.g. `delete order_line`. */
 const written = () =>
   db.writes().map((q) => {
-    const m = /^(insert into|update|delete from) "?([a-z_]+)"?/.exec(q.text)
+    // The statement's own verb and table (an update or delete by ids starts with its locking CTE).
+    const m = /(insert into|update|delete from) "([a-z_]+)"/.exec(q.text)
     return m ? `${m[1]!.split(' ')[0]} ${m[2]}` : q.text.slice(0, 30)
   })
 

@@ -60,7 +60,7 @@ describe.each(EXECUTORS)('em.upsert through %s', (executor) => {
     bob.visits += 1
     reset()
     await em.flush()
-    expect(writes()[0]).toMatch(/^with d as .*update "customer" as t set/)
+    expect(writes()[0]).toMatch(/^with a as .*update "customer" as t set/)
   })
 
   it('batches a table: new and existing keys in one statement', async () => {

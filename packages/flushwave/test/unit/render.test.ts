@@ -2,13 +2,15 @@ import { describe, expect, it } from 'vitest'
 import { tableOf } from '../../src/plan/ops.js'
 import { planFlush } from '../../src/plan/planner.js'
 import { arrayLiteral } from '../../src/sql/array-literal.js'
-import { renderPlan } from '../../src/sql/render-write.js'
+import { renderOp, renderPlan } from '../../src/sql/render-write.js'
 import { renderFind } from '../../src/sql/render-select.js'
 import { bookstore } from '../support/bookstore.js'
+import { bookstoreUuid } from '../support/bookstore-uuid.js'
 
 const Author = bookstore.meta('Author')
 const Book = bookstore.meta('Book')
 const Tag = bookstore.meta('Tag')
+const UuidTag = bookstoreUuid.meta('Tag')
 const empty = { inserts: [], updates: [], deletes: [], linkAdds: [], linkRemoves: [] }
 
 describe('array literals', () => {
@@ -85,14 +87,16 @@ describe('write statements', () => {
       ),
     )[0]![0]!
     expect(statement.text).toBe(
-      'update "author" as t set ' +
+      // The rows are locked in id order first (see the lock order tests below).
+      'with d as (select a.* from unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $8::int8[], $9::bool[]) ' +
+        'as a(k, v1, s1, v2, s2, v3, s3, v4, s4) join "author" as x on x."id" = a.k order by a.k for no key update of x) ' +
+        'update "author" as t set ' +
         '"name" = case when d.s1 then d.v1 else t."name" end, ' +
         '"email" = case when d.s2 then d.v2 else t."email" end, ' +
         '"rating" = case when d.s3 then d.v3 else t."rating" end, ' +
         // Dates travel as epoch milliseconds and are decoded exactly on the server.
         `"created_at" = case when d.s4 then (timestamptz 'epoch' + (d.v4 / 1000) * interval '1 second' + (d.v4 % 1000) * interval '1 millisecond') else t."created_at" end ` +
-        'from unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $8::int8[], $9::bool[]) ' +
-        'as d(k, v1, s1, v2, s2, v3, s3, v4, s4) where t."id" = d.k',
+        'from d where t."id" = d.k',
     )
     expect(statement.params).toEqual(['{7,8}', '{"Ann",NULL}', '{t,f}', '{NULL,NULL}', '{f,t}', '{NULL,NULL}', '{f,f}', '{NULL,NULL}', '{f,f}'])
   })
@@ -162,10 +166,27 @@ describe('lock order', () => {
   it('updates and deletes rows in id order whatever order the changes came in, so concurrent flushes lock alike', () => {
     const title = Book.fields.findIndex((f) => f.prop === 'title')
     const update = (id: string) => ({ entity: Book, id, changed: new Map([[title, `t${id}`]]) })
-    const plan = planFlush({ ...empty, updates: ['30', '4', '100'].map(update), deletes: ['9', '2'].map((id) => ({ entity: Tag, id })) }, bookstore.insertOrder)
+    const plan = planFlush(
+      { ...empty, updates: ['30', '4', '100', '-7', '-12'].map(update), deletes: ['10', '9', '2'].map((id) => ({ entity: Tag, id })) },
+      bookstore.insertOrder,
+    )
     const ops = plan.waves[0]!.ops.filter((op) => op.kind === 'update' || op.kind === 'delete')
-    expect(ops.map((op) => ('ids' in op ? op.ids : []))).toEqual([['100', '30', '4'], ['2', '9']])
+    // By value, as the server orders int8 ids (by text, '100' would come before '30').
+    expect(ops.map((op) => ('ids' in op ? op.ids : []))).toEqual([['-12', '-7', '4', '30', '100'], ['2', '9', '10']])
     const updated = ops[0]!
-    expect(updated.kind === 'update' && updated.columns[title]!.values).toEqual(['t100', 't30', 't4'])
+    expect(updated.kind === 'update' && updated.columns[title]!.values).toEqual(['t-12', 't-7', 't4', 't30', 't100'])
+    // Within a statement the server sorts and locks them before writing, whatever plan it picks.
+    const [updateText, deleteText] = ops.map((op) => renderOp(op).text)
+    expect(updateText).toMatch(/^with d as \(select a\.\* from unnest\(.*\) as a\(k, .*\) join "book" as x on x\."id" = a\.k order by a\.k for no key update of x\) update "book" as t /)
+    expect(deleteText).toBe(
+      'with d as (select a.* from unnest($1::int8[]) as a(k) join "tag" as x on x."id" = a.k order by a.k for update of x) delete from "tag" as t using d where t."id" = d.k',
+    )
+  })
+
+  it('orders uuid ids by their text, as the server orders uuids', () => {
+    const uuids = ['0190a3c4-0000-7000-8000-00000000000b', '0190a3c4-0000-7000-8000-00000000000a', '018f0000-0000-7000-8000-000000000001']
+    const plan = planFlush({ ...empty, deletes: uuids.map((id) => ({ entity: UuidTag, id })) }, bookstoreUuid.insertOrder)
+    const op = plan.waves[0]!.ops.find((o) => o.kind === 'delete')
+    expect(op && 'ids' in op && op.ids).toEqual([...uuids].sort())
   })
 })

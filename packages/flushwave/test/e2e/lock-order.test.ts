@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { defineSchema, entity, t, type EntityManager } from '../../src/index.js'
+import { testDatabase, type TestDatabase } from '../support/database.js'
+import { EXECUTORS } from '../support/executors.js'
+
+/**
+ * A flush that writes several rows of one table locks them in id order, whatever order the server
+ * finds them in. On a small table the server scans the heap (a hash join or a sequential scan), and
+ * heap order is the order of the rows' latest versions, not of their ids; two flushes that lock
+ * shared rows in two different orders deadlock, and each deadlock costs `deadlock_timeout` (1 s by
+ * default) before PostgreSQL aborts one of them. The bookstore example's checkouts hit exactly this
+ * on its 12-row stock table.
+ */
+const schema = defineSchema({
+  Slot: entity('slot', { id: t.id(), n: t.integer(), hits: t.integer().default(0) }),
+  Guarded: entity('guarded', { id: t.id(), n: t.integer(), version: t.version() }),
+})
+type D = typeof schema.defs
+
+describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor) => {
+  let db: TestDatabase<D>
+  beforeAll(async () => {
+    db = await testDatabase(schema, { name: 'lockorder', max: 3, executor })
+  })
+  afterAll(() => db.close())
+
+  // Rows written in descending id order, so the heap holds them in the reverse of id order: enough
+  // of them that the server hashes one side of the join and scans the table rather than looking
+  // each id up in its index (which would follow our order).
+  const ROWS = 40
+  const ids = Array.from({ length: ROWS }, (_, i) => ROWS - i)
+  beforeEach(async () => {
+    await db.sql`truncate slot, guarded`
+    for (const table of ['slot', 'guarded']) {
+      await db.sql.unsafe(`insert into ${table} (id, n) overriding system value select i, 0 from unnest($1::int8[]) as i`, [ids])
+    }
+  })
+
+  /**
+   * Another transaction takes row 1, the flush starts and must wait for it, then the other
+   * transaction takes row 2. A flush that locks in id order holds nothing while it waits for row 1,
+   * so the other transaction gets row 2 at once and commits; one that locked the rows in heap order
+   * holds row 2 already and deadlocks with it.
+   */
+  async function againstReverseLocker(table: 'slot' | 'guarded', change: (em: EntityManager<D>) => Promise<void>) {
+    const other = await db.sql.reserve()
+    try {
+      await other`set lock_timeout = '5s'`
+      await other`begin`
+      await other.unsafe(`update ${table} set n = n + 100 where id = 1`)
+      const em = db.orm.em()
+      const flushed = change(em).then(
+        () => 'committed',
+        (error: unknown) => error,
+      )
+      await waitForLockWait()
+      const second = await other.unsafe(`update ${table} set n = n + 100 where id = 2`).then(
+        () => 'locked',
+        (error: { code?: string }) => `failed: ${error.code ?? String(error)}`,
+      )
+      await other`commit`
+      expect({ second, flush: await flushed }).toEqual({ second: 'locked', flush: 'committed' })
+    } finally {
+      await other`rollback`.catch(() => {})
+      other.release()
+    }
+  }
+
+  /** Until some session waits on a row lock (the flush, behind the other transaction). */
+  async function waitForLockWait() {
+    const deadline = Date.now() + 10_000
+    while (Date.now() < deadline) {
+      const [row] = await db.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`
+      if (row!.n > 0) return
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    throw new Error('the flush never waited for the row the other transaction holds')
+  }
+
+  const loadAll = <N extends 'Slot' | 'Guarded'>(em: EntityManager<D>, name: N) => em.find(name, {})
+  const rows = (n: number, extra: object = {}) => ids.map((id) => ({ id, n, ...extra })).sort((a, b) => a.id - b.id)
+
+  it('an update of several rows', async () => {
+    await againstReverseLocker('slot', async (em) => {
+      for (const s of await loadAll(em, 'Slot')) s.n = 7
+      await em.flush()
+    })
+    expect(await db.sql`select id::int, n from slot order by id`).toEqual(rows(7))
+  })
+
+  it('an update with increments', async () => {
+    await againstReverseLocker('slot', async (em) => {
+      for (const s of await loadAll(em, 'Slot')) em.increment(s, 'hits', 1)
+      await em.flush()
+    })
+    expect(await db.sql`select id::int, n, hits from slot order by id`).toEqual(rows(0, { hits: 1 }).map((r) => (r.id <= 2 ? { ...r, n: 100 } : r)))
+  })
+
+  it('a versioned update', async () => {
+    // The other transaction changes n without the version: the flush's version check still holds.
+    await againstReverseLocker('guarded', async (em) => {
+      for (const g of await loadAll(em, 'Guarded')) g.n = 7
+      await em.flush()
+    })
+    expect(await db.sql`select id::int, n, version from guarded order by id`).toEqual(rows(7, { version: 2 }))
+  })
+
+  it('a delete of several rows', async () => {
+    await againstReverseLocker('slot', async (em) => {
+      for (const s of await loadAll(em, 'Slot')) em.remove(s)
+      await em.flush()
+    })
+    expect(await db.sql`select count(*)::int as n from slot`).toEqual([{ n: 0 }])
+  })
+
+  it('a versioned delete of several rows', async () => {
+    await againstReverseLocker('guarded', async (em) => {
+      for (const g of await loadAll(em, 'Guarded')) em.remove(g)
+      await em.flush()
+    })
+    expect(await db.sql`select count(*)::int as n from guarded`).toEqual([{ n: 0 }])
+  })
+})
