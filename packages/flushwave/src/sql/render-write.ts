@@ -186,7 +186,9 @@ function renderUpdate(op: UpdateOp) {
  * as rows are updated, and two flushes that lock shared rows in two orders deadlock (each deadlock
  * waits out `deadlock_timeout`, 1 s by default: the example's checkouts retried 2 to 10 per 10 s
  * run). The lock is the one the write takes anyway (an update that keeps its key takes `no key
- * update`, which does not block a concurrent insert of a row that references it).
+ * update`, which does not block a concurrent insert of a row that references it). An update that
+ * changes a unique column a foreign key may reference needs `update` and upgrades to it: that one
+ * can still wait on a concurrent transaction that inserted a row referencing it.
  */
 function lockedInIdOrder(e: EntityMeta, from: string, mode: 'no key update' | 'update'): string {
   return `select a.* from ${from} join ${e.quotedTable} as x on x.${e.id.quoted} = a.k order by a.k for ${mode} of x`
