@@ -23,20 +23,31 @@ export function isDirty(state: EntityState): boolean {
 }
 
 /**
- * The entities a flush must diff: new, removed and touched ones, and untouched ones whose Date or
- * JSON values were changed in place (or made invalid in place: the flush's checks then say so).
- * A no-op flush over many loaded entities thus reads one flag per entity, plus its mutable fields.
+ * The entities a flush must diff: new, removed and touched ones (the map's pending list), and
+ * watched ones whose Date or JSON values were changed in place (or made invalid in place: the
+ * flush's checks then say so). Linear in those lists, not in the entities loaded: a no-op flush
+ * over many loaded entities reads nothing of those whose mutable values were never handed out,
+ * and a few comparisons per Date of those that were. Prunes from `pending` what a flush has taken.
  */
 export function flushCandidates(map: IdentityMap): HasState[] {
   const out: HasState[] = []
-  for (const [meta, entities] of map.byType()) {
-    const mutable = mutableFields(meta)
-    for (const entity of entities) {
-      const state = entity[STATE]
-      const status = state.status
-      if (status === 'detached') continue
-      if (status === 'new' || status === 'removed' || state.touched) out.push(entity)
-      else if (mutable.length > 0 && changedInPlace(state, mutable)) out.push(entity)
+  for (const entity of map.pending) {
+    const state = entity[STATE]
+    const status = state.status
+    if (status === 'new' || status === 'removed' || (state.touched && status !== 'detached')) out.push(entity)
+    else map.pending.delete(entity)
+  }
+  let meta: EntityMeta | undefined
+  let mutable: readonly FieldMeta[] = []
+  for (const entity of map.watched) {
+    const state = entity[STATE]
+    const status = state.status
+    if (status === 'detached') map.watched.delete(entity)
+    // Those in pending are in already (a new or removed one is not diffed field by field).
+    else if (status === 'new' || status === 'removed' || state.touched) continue
+    else {
+      if (state.meta !== meta) mutable = mutableFields((meta = state.meta))
+      if (changedInPlace(state, mutable)) out.push(entity)
     }
   }
   return out

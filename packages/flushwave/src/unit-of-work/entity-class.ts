@@ -10,6 +10,10 @@ export interface CollectionFactory {
   changing(entity: HasState): void
   /** A many-to-one was set: one-to-many collections find their items through these notes. */
   noteReference(field: FieldMeta, from: HasState, to: unknown): void
+  /** The entity has a change for the next flush (see IdentityMap.touch). */
+  touch(entity: HasState): void
+  /** User code may now hold one of the entity's Date or JSON values (see EntityState.watched). */
+  watch(entity: HasState): void
 }
 
 type EntityClass = new (state: EntityState) => HasState
@@ -57,13 +61,23 @@ function classFor(meta: EntityMeta): EntityClass {
     },
   })
   for (const field of meta.fields) {
+    // A Date or JSON value handed out can be changed in place: the entity is watched from then on.
+    const mutable = !field.ref && field.type.mutable
     Object.defineProperty(proto, field.prop, {
       enumerable: true,
-      get(this: HasState) {
-        const state = this[STATE]
-        if (field.prop in state.values) return state.values[field.prop]
-        throw new NotLoadedError(`${label(state)} is not loaded: read of ${field.prop}; await em.load or em.populate first`)
-      },
+      get: mutable
+        ? function (this: HasState) {
+            const state = this[STATE]
+            if (!(field.prop in state.values)) throw notLoaded(state, field)
+            const value = state.values[field.prop]
+            if (!state.watched && typeof value === 'object' && value !== null) (state.owner as CollectionFactory).watch(this)
+            return value
+          }
+        : function (this: HasState) {
+            const state = this[STATE]
+            if (field.prop in state.values) return state.values[field.prop]
+            throw notLoaded(state, field)
+          },
       set(this: HasState, value: unknown) {
         const state = this[STATE]
         writable(state)
@@ -76,8 +90,10 @@ function classFor(meta: EntityMeta): EntityClass {
         state.values[field.prop] = value
         // An assigned value replaces what was pending: the flush writes exactly it.
         if (state.increments?.delete(field) && state.increments.size === 0) state.increments = undefined
-        state.touched = true
-        if (field.ref) (state.owner as CollectionFactory).noteReference(field, this, value)
+        const owner = state.owner as CollectionFactory
+        owner.touch(this)
+        if (field.ref) owner.noteReference(field, this, value)
+        else if (mutable && !state.watched && typeof value === 'object' && value !== null) owner.watch(this)
       },
     })
   }
@@ -150,12 +166,23 @@ function invalidity(state: EntityState, field: FieldMeta, value: unknown): strin
 function toJSON(this: HasState): Record<string, unknown> {
   const state = this[STATE]
   const out: Record<string, unknown> = { [state.meta.id.prop]: state.id }
+  let handsOut = false
   for (const field of state.meta.fields) {
     if (!(field.prop in state.values)) continue
     const value = state.values[field.prop]
-    out[field.prop] = field.ref && value !== null ? stateOf(value as object)?.id : value
+    if (field.ref) out[field.prop] = value !== null ? stateOf(value as object)?.id : value
+    else {
+      out[field.prop] = value
+      if (field.type.mutable && typeof value === 'object' && value !== null) handsOut = true
+    }
   }
+  // The object holds the entity's own Dates and JSON values: the caller may change them in place.
+  if (handsOut && !state.watched) (state.owner as CollectionFactory).watch(this)
   return out
+}
+
+function notLoaded(state: EntityState, field: FieldMeta): NotLoadedError {
+  return new NotLoadedError(`${label(state)} is not loaded: read of ${field.prop}; await em.load or em.populate first`)
 }
 
 function inspectEntity(this: HasState): string {

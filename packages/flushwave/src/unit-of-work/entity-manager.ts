@@ -366,7 +366,7 @@ export class EntityManager<D extends SchemaDefs> {
     const seen = new Map<HasState, 'create' | 'update' | 'delete'>()
     for (let round = 1; ; round++) {
       let called = 0
-      for (const entity of this.uow.map.all()) {
+      for (const entity of flushCandidates(this.uow.map)) {
         const state = entity[STATE]
         const kind = state.status === 'new' ? 'create' : state.status === 'removed' ? 'delete' : isDirty(state) ? 'update' : undefined
         if (!kind || seen.get(entity) === kind) continue

@@ -38,10 +38,16 @@ export interface EntityState {
   readonly createdHere: boolean
   /**
    * A property was set or a link changed since the last flush took this entity's changes (or since
-   * it was read): the next flush must diff it. Untouched managed entities are diffed only for Dates
-   * and JSON values, which can change in place without a setter.
+   * it was read): the next flush must diff it. Untouched managed entities are diffed only when
+   * watched, for their Dates and JSON values, which can change in place without a setter.
    */
   touched: boolean
+  /**
+   * User code may hold one of its Date or JSON values (it read one through a getter or `toJSON`, or
+   * assigned one): such a value can change in place without a setter, so every flush checks this
+   * entity. Values read from the database and never handed out cannot, and are not checked.
+   */
+  watched: boolean
   /** Dates of the snapshot, for a cheap in-place-change check (see pinDates). */
   pins: (DatePin | undefined)[] | undefined
   /**

@@ -113,7 +113,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
       for (const entity of set.inserted) entity[STATE].poolId = false
       for (const [entity, deltas] of set.counted) forgetCounters(entity, deltas.keys())
     }
-    for (const entity of ctx.candidates) entity[STATE].touched = true
+    for (const entity of ctx.candidates) ctx.uow.map.touch(entity)
     throw error
   } finally {
     // Top up the id pool now, between flushes, rather than when the next flush runs short (or the

@@ -1,10 +1,20 @@
 import type { EntityMeta } from '../schema/meta.js'
 import { STATE, type HasState } from './entity-state.js'
 
-/** One object per row per EntityManager, plus the new entities that have no row yet. */
+/**
+ * One object per row per EntityManager, plus the new entities that have no row yet; and the two
+ * short lists a flush diffs instead of walking them all (see flushCandidates).
+ */
 export class IdentityMap {
   private readonly byId = new Map<EntityMeta, Map<string, HasState>>()
   private readonly tracked = new Map<EntityMeta, Set<HasState>>()
+  /**
+   * Every entity that is new or removed or was touched, and maybe some that no longer are (a flush
+   * took their changes): kept by `touch`, `add` and `delete`, pruned by whoever walks it.
+   */
+  readonly pending = new Set<HasState>()
+  /** Every entity a Date or JSON value of which user code may hold, so may change in place (see EntityState.watched). */
+  readonly watched = new Set<HasState>()
 
   get(meta: EntityMeta, id: unknown): HasState | undefined {
     return this.byId.get(meta)?.get(key(id))
@@ -17,6 +27,22 @@ export class IdentityMap {
     if (!set) this.tracked.set(state.meta, (set = new Set()))
     set.add(entity)
     if (state.id !== undefined) this.register(entity)
+    if (state.status === 'new' || state.status === 'removed' || state.touched) this.pending.add(entity)
+    if (state.watched) this.watched.add(entity)
+  }
+
+  /** The entity has a change for the next flush: a property set, a link, an increment, a removal. */
+  touch(entity: HasState): void {
+    entity[STATE].touched = true
+    this.pending.add(entity)
+  }
+
+  /** User code has been handed one of the entity's Date or JSON values: from now on flushes check it for in-place changes. */
+  watch(entity: HasState): void {
+    const state = entity[STATE]
+    if (state.watched) return
+    state.watched = true
+    if (state.status !== 'detached') this.watched.add(entity)
   }
 
   register(entity: HasState): void {
@@ -29,6 +55,8 @@ export class IdentityMap {
   delete(entity: HasState): void {
     const state = entity[STATE]
     this.tracked.get(state.meta)?.delete(entity)
+    this.pending.delete(entity)
+    this.watched.delete(entity)
     if (state.id === undefined) return
     // A removed entity's id may be registered to the new entity replacing it (a provided id re-used).
     const ids = this.byId.get(state.meta)
@@ -43,13 +71,6 @@ export class IdentityMap {
   /** Tracked entities by type, live: for walks that change nothing. */
   byType(): Iterable<[EntityMeta, ReadonlySet<HasState>]> {
     return this.tracked
-  }
-
-  /** Every tracked entity, in a fresh array (so callers may change the map while they go). */
-  all(): HasState[] {
-    const out: HasState[] = []
-    for (const set of this.tracked.values()) for (const entity of set) out.push(entity)
-    return out
   }
 }
 

@@ -37,7 +37,7 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
     // must still insert it (the insert is a no-op when the link is there).
     this.removed.delete(item)
     if (!this.persisted?.has(item)) this.added.add(item)
-    this.owner[STATE].touched = true
+    ;(this.owner[STATE].owner as CollectionFactory).touch(this.owner)
   }
 
   remove(item: HasState): void {
@@ -46,7 +46,7 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
     // Likewise, add() then remove() must delete a link that was there all along.
     this.added.delete(item)
     if (this.persisted === undefined || this.persisted.has(item)) this.removed.add(item)
-    this.owner[STATE].touched = true
+    ;(this.owner[STATE].owner as CollectionFactory).touch(this.owner)
   }
 
   /** Called once a flush that wrote the pending links has committed. */

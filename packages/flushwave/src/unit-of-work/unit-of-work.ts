@@ -68,6 +68,8 @@ export class UnitOfWork implements CollectionFactory {
       checkValue(state, field, value)
       state.values[field.prop] = value
       if (field.ref) this.referrers.note(field, entity, value)
+      // A Date or JSON value the caller passed in, it still holds: see EntityState.watched.
+      else if (field.type.mutable && typeof value === 'object' && value !== null && value === data[field.prop]) state.watched = true
     }
     this.map.add(entity)
     this.journal?.entered(entity)
@@ -267,7 +269,7 @@ export class UnitOfWork implements CollectionFactory {
     const field = counterOf(state, prop, by)
     this.changing(entity)
     addIncrement(entity, field, by)
-    state.touched = true
+    this.map.touch(entity)
   }
 
   remove(entity: HasState): void {
@@ -279,6 +281,7 @@ export class UnitOfWork implements CollectionFactory {
       this.map.delete(entity)
     } else {
       state.status = 'removed'
+      this.map.pending.add(entity)
     }
   }
 
@@ -298,6 +301,14 @@ export class UnitOfWork implements CollectionFactory {
     this.referrers.note(field, from, to)
   }
 
+  touch(entity: HasState): void {
+    this.map.touch(entity)
+  }
+
+  watch(entity: HasState): void {
+    this.map.watch(entity)
+  }
+
   /** The entity's state, after checking that it belongs to this unit of work. */
   own(entity: unknown): EntityState {
     const state = typeof entity === 'object' && entity !== null ? stateOf(entity) : undefined
@@ -307,7 +318,7 @@ export class UnitOfWork implements CollectionFactory {
   }
 
   private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
-    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, pins: undefined, increments: undefined, poolId: false, upsert: undefined }
+    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, watched: false, pins: undefined, increments: undefined, poolId: false, upsert: undefined }
   }
 }
 

@@ -60,6 +60,29 @@ describe('what a flush diffs', () => {
     expect(row!.meta).toEqual({ isbn: 'i1', tags: ['x'] })
   })
 
+  it('writes Dates changed in place however user code came to hold them: create(), a setter, toJSON()', async () => {
+    const em = db.orm.em()
+    const given = new Date('2010-01-01T00:00:00.000Z')
+    const created = em.create('Author', { name: 'held', createdAt: given })
+    const { books, author } = await loaded()
+    const assigned = new Date('2011-01-01T00:00:00.000Z')
+    const other = (await em.find('Author', { id: author.id }))[0]!
+    other.createdAt = assigned
+    await em.flush()
+    const [book] = await em.find('Book', { id: books[0]!.id })
+    const json = (book as unknown as { toJSON(): { meta: { isbn: string } } }).toJSON()
+    expect((await em.flush()).statements).toBe(0)
+    given.setTime(Date.parse('2012-01-01T00:00:00.000Z'))
+    assigned.setTime(Date.parse('2013-01-01T00:00:00.000Z'))
+    json.meta.isbn = 'from json'
+    expect((await em.flush()).updated).toEqual({ author: 2, book: 1 })
+    const createdAt = async (id: number) => ((await db.sql`select created_at from author where id = ${id}`)[0]!.created_at as Date).toISOString()
+    expect(await createdAt(created.id)).toBe('2012-01-01T00:00:00.000Z')
+    expect(await createdAt(other.id)).toBe('2013-01-01T00:00:00.000Z')
+    const [row] = await db.sql`select meta from book where id = ${book!.id}`
+    expect(row!.meta).toEqual({ isbn: 'from json' })
+  })
+
   it('writes links changed on an entity whose own columns did not change', async () => {
     const { em, books } = await loaded()
     books[0]!.tags.add(em.create('Tag', { name: 'linked' }))
