@@ -92,13 +92,17 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
     }
     const snapshot: Record<string, unknown> = {}
     if (state.status === 'new') {
-      const values = meta.fields.map((field) => {
-        if (!(field.prop in state.values)) throw new EntityStateError(`${label(state)}.${field.prop} is required: set it before flushing`)
+      // A plain loop, no closure per row: this runs once per new row.
+      const fields = meta.fields
+      const values = new Array<Text>(fields.length)
+      for (let i = 0; i < fields.length; i++) {
+        const field = fields[i]!
         const value = state.values[field.prop]
+        if (value === undefined) throw new EntityStateError(`${label(state)}.${field.prop} is required: set it before flushing`)
         const text = fieldText(state, field, value)
         snapshot[field.prop] = field.ref ? value : text
-        return text
-      })
+        values[i] = text
+      }
       const id = idText(state, entity)
       // No object spread here: this runs once per new row (a literal keeps the insert path fast).
       if (state.upsert === undefined) inserts.push({ entity: meta, id, values })

@@ -115,7 +115,7 @@ export class IdPool {
   takeNow(meta: EntityMeta): string | undefined {
     const table = this.tables.get(meta)
     if (table === undefined || table.ranges.size === 0 || this.queue.length > 0) return undefined
-    const id = table.ranges.take(1)[0]!
+    const id = table.ranges.takeOne()
     table.takenSinceFetch++
     if (table.largestTake === 0) table.largestTake = 1
     return id
