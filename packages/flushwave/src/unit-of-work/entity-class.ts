@@ -93,7 +93,7 @@ function classFor(meta: EntityMeta): EntityClass {
         const owner = state.owner as CollectionFactory
         owner.touch(this)
         if (field.ref) owner.noteReference(field, this, value)
-        else if (mutable && !state.watched && typeof value === 'object' && value !== null) owner.watch(this)
+        else if (!state.watched && changeableInPlace(field, value)) owner.watch(this)
       },
     })
   }
@@ -126,6 +126,11 @@ export function writable(state: EntityState): void {
   if (state.status === 'removed' || state.status === 'detached') {
     throw new EntityStateError(`${label(state)} is ${state.status} and cannot be changed`)
   }
+}
+
+/** A Date or JSON object of a column: whoever holds it can change it in place, without a setter (see EntityState.watched). */
+export function changeableInPlace(field: FieldMeta, value: unknown): boolean {
+  return !field.ref && field.type.mutable === true && typeof value === 'object' && value !== null
 }
 
 /** Rejects a value its column cannot store, at the moment it is assigned. */
@@ -173,7 +178,7 @@ function toJSON(this: HasState): Record<string, unknown> {
     if (field.ref) out[field.prop] = value !== null ? stateOf(value as object)?.id : value
     else {
       out[field.prop] = value
-      if (field.type.mutable && typeof value === 'object' && value !== null) handsOut = true
+      if (changeableInPlace(field, value)) handsOut = true
     }
   }
   // The object holds the entity's own Dates and JSON values: the caller may change them in place.

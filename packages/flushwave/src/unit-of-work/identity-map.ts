@@ -31,9 +31,14 @@ export class IdentityMap {
     if (state.watched) this.watched.add(entity)
   }
 
-  /** The entity has a change for the next flush: a property set, a link, an increment, a removal. */
+  /** The entity has a change for the next flush: a property set, a link, an increment. */
   touch(entity: HasState): void {
     entity[STATE].touched = true
+    this.pend(entity)
+  }
+
+  /** The next flush must look at the entity (touched, or now removed). */
+  pend(entity: HasState): void {
     this.pending.add(entity)
   }
 

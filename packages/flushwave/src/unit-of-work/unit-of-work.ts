@@ -2,7 +2,7 @@ import { EntityStateError, InvalidValueError } from '../errors.js'
 import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { addIncrement, counterOf } from './counters.js'
-import { checkValue, makeEntity, notAssignable, writable, type CollectionFactory } from './entity-class.js'
+import { changeableInPlace, checkValue, makeEntity, notAssignable, writable, type CollectionFactory } from './entity-class.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
 import { isChanged, pinDates } from './dirty.js'
 import { IdentityMap } from './identity-map.js'
@@ -69,7 +69,7 @@ export class UnitOfWork implements CollectionFactory {
       state.values[field.prop] = value
       if (field.ref) this.referrers.note(field, entity, value)
       // A Date or JSON value the caller passed in, it still holds: see EntityState.watched.
-      else if (field.type.mutable && typeof value === 'object' && value !== null && value === data[field.prop]) state.watched = true
+      else if (value === data[field.prop] && changeableInPlace(field, value)) state.watched = true
     }
     this.map.add(entity)
     this.journal?.entered(entity)
@@ -281,7 +281,7 @@ export class UnitOfWork implements CollectionFactory {
       this.map.delete(entity)
     } else {
       state.status = 'removed'
-      this.map.pending.add(entity)
+      this.map.pend(entity)
     }
   }
 
