@@ -109,7 +109,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
     // fails as a duplicate instead of writing the rows a second time; and no retry may add the same
     // increments again, or give back ids that may be committed rows'.
     else {
-      if (error instanceof ConnectionLostError) keepIds(assigned)
+      if (error instanceof ConnectionLostError) keepIds(ctx.uow, assigned)
       for (const entity of set.inserted) entity[STATE].poolId = false
       for (const [entity, deltas] of set.counted) forgetCounters(entity, deltas.keys())
     }
@@ -161,10 +161,12 @@ function giveBack(ctx: FlushContext, assigned: ReadonlyMap<HasState, string>): v
 }
 
 /** Pins the ids a flush of unknown outcome sent on its new entities (they stay new). */
-function keepIds(assigned: ReadonlyMap<HasState, string>): void {
+function keepIds(uow: UnitOfWork, assigned: ReadonlyMap<HasState, string>): void {
   for (const [entity, id] of assigned) {
     const state = entity[STATE]
-    state.id ??= state.meta.id.type.fromDb(id)
+    if (state.id !== undefined) continue
+    state.id = state.meta.id.type.fromDb(id)
+    uow.map.register(entity)
   }
 }
 
@@ -180,10 +182,13 @@ function saveWritten(uow: UnitOfWork, set: ChangeSet): void {
 function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState, string>): void {
   for (const entity of set.inserted) {
     const state = entity[STATE]
-    if (state.id === undefined) state.id = state.meta.id.type.fromDb(assigned.get(entity))
+    // An id taken at create (or provided) was registered then; one taken by this flush is new.
+    if (state.id === undefined) {
+      state.id = state.meta.id.type.fromDb(assigned.get(entity))
+      uow.map.register(entity)
+    }
     state.poolId = false
     state.status = 'managed'
-    uow.map.register(entity)
   }
   for (const [entity, written] of set.written) {
     const state = entity[STATE]
