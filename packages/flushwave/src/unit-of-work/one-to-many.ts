@@ -27,7 +27,7 @@ export class OneToManyCollection extends CollectionBase<HasState> {
 
   protected current(): HasState[] {
     const items: HasState[] = []
-    for (const entity of this.referrers.of(this.meta.inverse, this.owner)) {
+    for (const entity of this.referrers.of(this.meta.target, this.meta.inverse, this.owner)) {
       const state = entity[STATE]
       if (state.values[this.meta.inverse.prop] !== this.owner) continue
       if (state.status === 'removed' || state.status === 'detached') continue

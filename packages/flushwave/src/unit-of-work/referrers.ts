@@ -1,5 +1,5 @@
-import type { FieldMeta } from '../schema/meta.js'
-import type { HasState } from './entity-state.js'
+import type { EntityMeta, FieldMeta } from '../schema/meta.js'
+import { STATE, type HasState } from './entity-state.js'
 
 /**
  * Who has pointed at whom through each many-to-one, so that a one-to-many collection finds its
@@ -7,22 +7,43 @@ import type { HasState } from './entity-state.js'
  * `for (const book of books) book.reviews.items` quadratic in the entities loaded). Entries are
  * only ever added: each is a candidate the collection checks against the entity's current value, so
  * reassignments, removals and the values a rolled-back transaction restores need no upkeep here.
+ *
+ * A field is indexed from the first time a collection asks about it: one walk of the entities of
+ * its type then, by their current values, and every assignment after. Until then `note` costs a
+ * lookup: most units of work never read a one-to-many, and indexing every new row's references made
+ * a Set per parent (bulkCreate×100: 11,000 of them for 41,100 references).
  */
 export class Referrers {
   private readonly byField = new Map<FieldMeta, Map<HasState, Set<HasState>>>()
 
+  constructor(private readonly tracked: (meta: EntityMeta) => Iterable<HasState>) {}
+
   /** `from.field` was set to `to` (an entity, or null). */
   note(field: FieldMeta, from: HasState, to: unknown): void {
     if (to === null || to === undefined) return
-    let byTarget = this.byField.get(field)
-    if (!byTarget) this.byField.set(field, (byTarget = new Map()))
-    let set = byTarget.get(to as HasState)
-    if (!set) byTarget.set(to as HasState, (set = new Set()))
-    set.add(from)
+    const byTarget = this.byField.get(field)
+    if (byTarget) add(byTarget, to as HasState, from)
   }
 
-  /** Every entity that has pointed at `to` through `field`, in the order each first did. */
-  of(field: FieldMeta, to: HasState): Iterable<HasState> {
-    return this.byField.get(field)?.get(to) ?? []
+  /**
+   * Every entity of type `meta` that has pointed at `to` through `field` since the field was
+   * indexed, or points at it now: at first in the order they became tracked, then as they did.
+   */
+  of(meta: EntityMeta, field: FieldMeta, to: HasState): Iterable<HasState> {
+    let byTarget = this.byField.get(field)
+    if (!byTarget) {
+      this.byField.set(field, (byTarget = new Map()))
+      for (const entity of this.tracked(meta)) {
+        const target = entity[STATE].values[field.prop]
+        if (target !== null && target !== undefined) add(byTarget, target as HasState, entity)
+      }
+    }
+    return byTarget.get(to) ?? []
   }
+}
+
+function add(byTarget: Map<HasState, Set<HasState>>, to: HasState, from: HasState): void {
+  const set = byTarget.get(to)
+  if (set) set.add(from)
+  else byTarget.set(to, new Set([from]))
 }

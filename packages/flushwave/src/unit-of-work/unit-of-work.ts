@@ -27,7 +27,7 @@ function creatable(meta: EntityMeta): ReadonlySet<string> {
  */
 export class UnitOfWork implements CollectionFactory {
   readonly map = new IdentityMap()
-  private readonly referrers = new Referrers()
+  private readonly referrers = new Referrers((meta) => this.map.of(meta))
   /** Set while `em.transaction()` runs: what to put back if it rolls back. */
   journal: TransactionJournal | undefined
 

@@ -305,6 +305,27 @@ describe('flush', () => {
     expect(Number(row!.author_id)).toBe(b.id)
   })
 
+  it('finds the items of a one-to-many first read after its references were set, moved and cleared', async () => {
+    // The references are indexed from the first read of a collection (see Referrers): everything
+    // before it is found from the entities' current values, everything after from the assignments.
+    const em = db.orm.em()
+    const a = em.create('Author', { name: 'first read a' })
+    const b = em.create('Author', { name: 'first read b' })
+    const kept = em.create('Book', { title: 'stays on a', author: a })
+    const moved = em.create('Book', { title: 'moved to b', author: a })
+    const gone = em.create('Book', { title: 'removed', author: a })
+    moved.author = b
+    em.remove(gone)
+    expect(a.books.items).toEqual([kept])
+    expect(b.books.items).toEqual([moved])
+    const later = em.create('Book', { title: 'after the first read', author: b })
+    kept.author = b
+    expect(a.books.items).toEqual([])
+    expect(b.books.items).toEqual([moved, later, kept])
+    await em.flush()
+    expect(b.books.items).toEqual([moved, later, kept])
+  })
+
   it('keeps one-to-many collections true through moves, removals, loads and a rolled-back transaction', async () => {
     const setup = db.orm.em()
     const a = setup.create('Author', { name: 'keeper a' })
