@@ -142,12 +142,13 @@ export function checkValue(state: EntityState, field: FieldMeta, value: unknown)
 /**
  * Checks again, before a flush sends anything, the values that can change after they were assigned:
  * Dates and JSON objects, changed in place (`date.setTime(NaN)`, `doc.n = 1n`). Other values are
- * immutable and were checked when assigned.
+ * immutable and were checked when assigned, and so are those of an entity that is not watched: no
+ * user code was handed them (see EntityState.watched).
  */
 export function checkMutableValues(entities: readonly HasState[]): void {
   for (const entity of entities) {
     const state = entity[STATE]
-    if (state.status === 'removed' || state.status === 'detached') continue
+    if (!state.watched || state.status === 'removed' || state.status === 'detached') continue
     for (const field of state.meta.fields) {
       const value = state.values[field.prop]
       if (field.ref || typeof value !== 'object' || value === null) continue

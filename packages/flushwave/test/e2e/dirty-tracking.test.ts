@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { flushwave, UniqueViolationError } from '../../src/index.js'
+import { defineSchema, entity, flushwave, InvalidValueError, t, UniqueViolationError } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 
@@ -139,5 +139,43 @@ describe('what a flush diffs', () => {
     expect((await em.flush()).updated).toEqual({ book: 1 })
     const [row] = await db.sql`select title from book where id = ${books[0]!.id}`
     expect(row!.title).toBe('after')
+  })
+})
+
+describe('Dates a validation rule was handed', () => {
+  // A field rule gets the value itself: a default Date the application never read is handed out
+  // there, and whatever the rule kept can change in place afterwards.
+  const kept: Date[] = []
+  const schema = defineSchema({
+    Event: entity('event', {
+      id: t.id(),
+      at: t
+        .timestamptz()
+        .defaultNow()
+        .check((at) => {
+          kept.push(at)
+          return undefined
+        }),
+    }),
+  })
+  let events: TestDatabase<typeof schema.defs>
+  beforeAll(async () => {
+    events = await testDatabase(schema, { name: 'dirty_rules' })
+  })
+  afterAll(async () => {
+    await events.close()
+  })
+
+  it('writes a default Date that a rule kept and changed in place, and rejects one made invalid', async () => {
+    const em = events.orm.em()
+    const event = em.create('Event', {})
+    await em.flush()
+    expect(kept).toHaveLength(1)
+    kept[0]!.setTime(Date.parse('2020-02-02T00:00:00.000Z'))
+    expect((await em.flush()).updated).toEqual({ event: 1 })
+    const [row] = await events.sql`select at from event where id = ${event.id}`
+    expect((row!.at as Date).toISOString()).toBe('2020-02-02T00:00:00.000Z')
+    kept[0]!.setTime(NaN)
+    await expect(em.flush()).rejects.toThrow(InvalidValueError)
   })
 })
