@@ -162,6 +162,8 @@ export const boolean: ColumnType<boolean> = {
 // Entities created together mostly share a millisecond: remember the last one formatted.
 let lastTime = NaN
 let lastText = ''
+let lastEpoch = NaN
+let lastEpochText = ''
 
 /**
  * Epoch milliseconds as int8. Whole seconds and the remaining milliseconds are added as separate
@@ -170,7 +172,14 @@ let lastText = ''
  */
 const epochMilliseconds: Wire<Date> = {
   sqlType: 'int8',
-  encode: (v) => String(v.getTime()),
+  encode: (v) => {
+    const time = v.getTime()
+    if (time !== lastEpoch) {
+      lastEpochText = String(time)
+      lastEpoch = time
+    }
+    return lastEpochText
+  },
   decode: (x) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`,
 }
 

@@ -60,7 +60,8 @@ export class UnitOfWork implements CollectionFactory {
     for (const field of meta.fields) {
       let value: unknown
       if (field.version && field.prop in data) throw new InvalidValueError(meta.name, field.prop, data[field.prop], 'is the optimistic-lock version and starts at 1')
-      if (field.prop in data && data[field.prop] !== undefined) value = data[field.prop]
+      const given = data[field.prop]
+      if (given !== undefined) value = given
       else if (field.default) value = field.default.make()
       else if (field.nullable) value = null
       else if (field.ref?.deferrable) continue // checked at COMMIT: set it any time before the flush
@@ -69,7 +70,7 @@ export class UnitOfWork implements CollectionFactory {
       state.values[field.prop] = value
       if (field.ref) this.referrers.note(field, entity, value)
       // A Date or JSON value the caller passed in, it still holds: see EntityState.watched.
-      else if (value === data[field.prop] && changeableInPlace(field, value)) state.watched = true
+      else if (value === given && changeableInPlace(field, value)) state.watched = true
     }
     this.map.add(entity)
     this.journal?.entered(entity)
