@@ -1,6 +1,6 @@
 import { counterFields } from '../schema/counters.js'
 import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
-import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate, Text } from './changes.js'
+import type { Changes, LinkChange, NewRows, RowDelete, RowUpdate, RowUpsert, Text } from './changes.js'
 import { cascade, purgeOps } from './cascade.js'
 import { chunk, DEFAULT_MAX_ROWS } from './chunk.js'
 import { tableIndex, type FixUp, type TableIndex } from './table-index.js'
@@ -27,7 +27,8 @@ export function planFlush(
   maxRows = DEFAULT_MAX_ROWS,
 ): Plan {
   const ops: Op[] = []
-  const inserts = byEntity(changes.inserts)
+  const inserts = new Map(changes.inserts.map((rows) => [rows.entity, rows]))
+  const upserts = byEntity(changes.upserts)
   const updates = byEntity(changes.updates)
   const deletes = byEntity(changes.deletes.filter((d) => !d.first))
   const index = tableIndex(order)
@@ -37,15 +38,15 @@ export function planFlush(
   const newIds = newIdsOf(inserts)
   const fixUps: Op[] = []
   for (const entity of order) {
-    const all = inserts.get(entity)
-    if (!all) continue
-    const rows = all.filter((r) => r.upsert === undefined)
     // Upserts first, one op per key and set of updated fields: a row created in the same flush with
     // an upserted key is then a duplicate (UniqueViolationError), as any create of a taken key is.
-    if (rows.length < all.length) for (const group of upsertGroups(all)) ops.push({ ...insertOp(entity, group), upsert: group[0]!.upsert! })
-    if (rows.length > 0) {
+    const upserting = upserts.get(entity)
+    if (upserting) for (const group of upsertGroups(upserting)) ops.push(upsertOp(entity, group))
+    const rows = inserts.get(entity)
+    if (rows && rows.ids.length > 0) {
       const { now, later } = breakCycles(entity, index.fixUps(entity), rows, newIds)
-      ops.push(insertOp(entity, rows.length > maxRows ? parentsFirst(entity, now) : now))
+      const { ids, columns } = rows.ids.length > maxRows ? parentsFirst(entity, now) : now
+      ops.push({ kind: 'insert', entity, ids, columns })
       if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined, increments: undefined })
     }
   }
@@ -100,22 +101,24 @@ function deleting(deletes: ReadonlyMap<EntityMeta, readonly RowDelete[]>, index:
 function breakCycles(
   entity: EntityMeta,
   fields: readonly FixUp[],
-  rows: readonly RowInsert[],
+  rows: NewRows,
   newIds: { get(entity: EntityMeta): ReadonlySet<string> | undefined },
-): { now: readonly RowInsert[]; later: RowUpdate[] } {
+): { now: NewRows; later: RowUpdate[] } {
   if (fields.length === 0) return { now: rows, later: [] }
   const later: RowUpdate[] = []
-  const now = rows.map((row) => {
-    const changed = new Map<number, Text>()
+  const columns = [...rows.columns]
+  for (let r = 0; r < rows.ids.length; r++) {
+    let changed: Map<number, Text> | undefined
     for (const [field, i] of fields) {
-      const value = row.values[i]
-      if (value != null && newIds.get(field.ref!.target)?.has(value)) changed.set(i, value)
+      const value = rows.columns[i]![r]
+      if (value == null || !newIds.get(field.ref!.target)?.has(value)) continue
+      ;(changed ??= new Map()).set(i, value)
+      if (columns[i] === rows.columns[i]) columns[i] = [...rows.columns[i]!]
+      columns[i]![r] = null
     }
-    if (changed.size === 0) return row
-    later.push({ entity, id: row.id, changed })
-    return { ...row, values: row.values.map((v, i) => (changed.has(i) ? null : v)) }
-  })
-  return { now, later }
+    if (changed) later.push({ entity, id: rows.ids[r]!, changed })
+  }
+  return { now: later.length === 0 ? rows : { ...rows, columns }, later }
 }
 
 /**
@@ -125,27 +128,29 @@ function breakCycles(
  * rows in a cycle (only possible through a deferrable reference, checked at COMMIT) keep their place
  * after the others.
  */
-function parentsFirst(entity: EntityMeta, rows: readonly RowInsert[]): readonly RowInsert[] {
+function parentsFirst(entity: EntityMeta, rows: NewRows): NewRows {
   const self = entity.fields.flatMap((f, i) => (f.ref?.target === entity ? [i] : []))
   if (self.length === 0) return rows
-  const at = new Map(rows.map((r, i) => [r.id, i]))
-  const waiting = new Array<number>(rows.length).fill(0)
+  const count = rows.ids.length
+  const at = new Map(rows.ids.map((id, i) => [id, i]))
+  const waiting = new Array<number>(count).fill(0)
   const children = new Map<number, number[]>()
-  rows.forEach((row, i) => {
+  for (let i = 0; i < count; i++) {
     for (const f of self) {
-      const parent = row.values[f] == null ? undefined : at.get(row.values[f]!)
+      const value = rows.columns[f]![i]
+      const parent = value == null ? undefined : at.get(value)
       if (parent === undefined || parent === i) continue
       waiting[i]!++
       const list = children.get(parent)
       if (list) list.push(i)
       else children.set(parent, [i])
     }
-  })
+  }
   const order: number[] = []
-  rows.forEach((_, i) => waiting[i] === 0 && order.push(i))
+  for (let i = 0; i < count; i++) if (waiting[i] === 0) order.push(i)
   for (let k = 0; k < order.length; k++) for (const child of children.get(order[k]!) ?? []) if (--waiting[child]! === 0) order.push(child)
-  if (order.length < rows.length) rows.forEach((_, i) => waiting[i]! > 0 && order.push(i))
-  return order.map((i) => rows[i]!)
+  if (order.length < count) for (let i = 0; i < count; i++) if (waiting[i]! > 0) order.push(i)
+  return { entity, ids: order.map((i) => rows.ids[i]!), columns: rows.columns.map((column) => order.map((i) => column[i]!)) }
 }
 
 /**
@@ -176,11 +181,10 @@ function childrenFirst(rows: readonly RowDelete[]): readonly RowDelete[] {
 }
 
 /** Upsert rows grouped by conflict key and updated fields (the statement's text depends on both), in order. */
-function upsertGroups(rows: readonly RowInsert[]): RowInsert[][] {
-  const groups = new Map<string, RowInsert[]>()
+function upsertGroups(rows: readonly RowUpsert[]): RowUpsert[][] {
+  const groups = new Map<string, RowUpsert[]>()
   for (const row of rows) {
     const spec = row.upsert
-    if (!spec) continue
     const signature = `${spec.key === 'id' ? 'id' : spec.key.map((f) => f.prop).join(',')}|${spec.update.map((f) => f.prop).join(',')}`
     const group = groups.get(signature)
     if (group) group.push(row)
@@ -189,12 +193,13 @@ function upsertGroups(rows: readonly RowInsert[]): RowInsert[][] {
   return [...groups.values()]
 }
 
-function insertOp(entity: EntityMeta, rows: readonly RowInsert[]): InsertOp {
+function upsertOp(entity: EntityMeta, rows: readonly RowUpsert[]): InsertOp {
   return {
     kind: 'insert',
     entity,
     ids: rows.map((r) => r.id),
     columns: entity.fields.map((_, i) => rows.map((r) => r.values[i] ?? null)),
+    upsert: rows[0]!.upsert,
   }
 }
 
@@ -271,13 +276,13 @@ function unique(changes: readonly LinkChange[]): LinkChange[] {
  * The ids each table inserts, as sets, made on first use: only cycle-breaking references
  * (`fixUp`) ask, and a flush of thousands of rows should not build sets nothing reads.
  */
-function newIdsOf(inserts: ReadonlyMap<EntityMeta, readonly RowInsert[]>): { get(entity: EntityMeta): ReadonlySet<string> | undefined } {
+function newIdsOf(inserts: ReadonlyMap<EntityMeta, NewRows>): { get(entity: EntityMeta): ReadonlySet<string> | undefined } {
   const made = new Map<EntityMeta, ReadonlySet<string>>()
   return {
     get(entity) {
       let ids = made.get(entity)
       const rows = inserts.get(entity)
-      if (ids === undefined && rows !== undefined) made.set(entity, (ids = new Set(rows.map((r) => r.id))))
+      if (ids === undefined && rows !== undefined) made.set(entity, (ids = new Set(rows.ids)))
       return ids
     },
   }

@@ -1,5 +1,5 @@
 import { planFlush } from '../plan/planner.js'
-import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate } from '../plan/changes.js'
+import { insertsOf, type Changes, type LinkChange, type RowDelete, type RowUpdate } from '../plan/changes.js'
 import type { Op, RowSet } from '../plan/ops.js'
 import { counterFields } from '../schema/counters.js'
 import type { Schema } from '../schema/define.js'
@@ -28,7 +28,8 @@ export function allShapes(schema: Schema): Statement[] {
     // forms); each op is then rendered with its rows removed.
     const row = { entity, id: '0' }
     const changes: Changes = {
-      inserts: [{ ...row, values: entity.fields.map(() => '0') } satisfies RowInsert],
+      inserts: insertsOf([{ ...row, values: entity.fields.map(() => '0') }]),
+      upserts: [],
       updates: [
         { ...row, changed: new Map(entity.fields.map((_, i) => [i, '0'])), ...(entity.version ? { version: '1' } : {}) } satisfies RowUpdate,
       ],

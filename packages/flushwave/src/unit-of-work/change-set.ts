@@ -1,5 +1,5 @@
 import { EntityStateError } from '../errors.js'
-import type { Changes, LinkChange, RowDelete, RowInsert, RowUpdate, Text } from '../plan/changes.js'
+import { newRows, type Changes, type LinkChange, type NewRows, type RowDelete, type RowUpdate, type RowUpsert, type Text } from '../plan/changes.js'
 import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { selfReferences } from '../schema/self-references.js'
@@ -63,7 +63,8 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
     if (target.status === 'new' && target.upsert) throw upsertedTarget(`${label(state)}.${field.prop}`, target)
     return idText(target, value as HasState)
   }
-  const inserts: RowInsert[] = []
+  const inserts = new Map<EntityMeta, NewRows>()
+  const upserts: RowUpsert[] = []
   const updates: RowUpdate[] = []
   const deletes: RowDelete[] = []
   const linkAdds: LinkChange[] = []
@@ -75,6 +76,8 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const counted = new Map<HasState, ReadonlyMap<FieldMeta, unknown>>()
   const upserted: HasState[] = []
 
+  // The new rows' table, looked up once per run of candidates of one type (they mostly come so).
+  let table: NewRows | undefined
   for (const entity of candidates) {
     const state = entity[STATE]
     const meta = state.meta
@@ -92,22 +95,33 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
     }
     const snapshot: Record<string, unknown> = {}
     if (state.status === 'new') {
-      // A plain loop, no closure per row: this runs once per new row.
+      // A plain loop, no closure per row: this runs once per new row. Its values go straight onto
+      // the table's columns (an upsert's into a row of its own); a throw drops the whole change set.
       const fields = meta.fields
-      const values = new Array<Text>(fields.length)
+      const upsert = state.upsert
+      let columns: Text[][] | undefined
+      let values: Text[] | undefined
+      if (upsert !== undefined) values = new Array<Text>(fields.length)
+      else {
+        if (table?.entity !== meta) {
+          table = inserts.get(meta)
+          if (!table) inserts.set(meta, (table = newRows(meta)))
+        }
+        columns = table.columns
+      }
       for (let i = 0; i < fields.length; i++) {
         const field = fields[i]!
         const value = state.values[field.prop]
         if (value === undefined) throw new EntityStateError(`${label(state)}.${field.prop} is required: set it before flushing`)
         const text = fieldText(state, field, value)
         snapshot[field.prop] = field.ref ? value : text
-        values[i] = text
+        if (columns) columns[i]!.push(text)
+        else values![i] = text
       }
       const id = idText(state, entity)
-      // No object spread here: this runs once per new row (a literal keeps the insert path fast).
-      if (state.upsert === undefined) inserts.push({ entity: meta, id, values })
+      if (upsert === undefined) table!.ids.push(id)
       else {
-        inserts.push({ entity: meta, id, values, upsert: { key: state.upsert.key, update: meta.fields.filter((f) => state.upsert!.update.has(f)) } })
+        upserts.push({ entity: meta, id, values: values!, upsert: { key: upsert.key, update: meta.fields.filter((f) => upsert.update.has(f)) } })
         upserted.push(entity)
       }
       inserted.push(entity)
@@ -159,7 +173,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const replaced = deletes.length > 0 && written.size > 0 ? replacedKeys(deleted, written.keys(), fieldText, idText) : undefined
   const ordered = replaced === undefined ? deletes : deletes.map((d, i) => (replaced.has(deleted[i]!) ? { ...d, first: true as const } : d))
   const nulled = deleted.length > 0 ? cascadeInMemory(map, deleted) : []
-  return { changes: { inserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections, counted, upserted }
+  return { changes: { inserts: [...inserts.values()], upserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections, counted, upserted }
 }
 
 /** The ids a removed row referred to through its self-references, as read (null when not read). */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { insertsOf } from '../../src/plan/changes.js'
 import { chunk } from '../../src/plan/chunk.js'
 import { planFlush } from '../../src/plan/planner.js'
 import { bookstore } from '../support/bookstore.js'
@@ -8,7 +9,7 @@ const Tag = bookstore.meta('Tag')
 describe('chunk', () => {
   it('splits an op into ops of at most maxRows rows, keeping columns aligned and order', () => {
     const plan = planFlush(
-      { inserts: [1, 2, 3, 4, 5].map((i) => ({ entity: Tag, id: String(i), values: [`t${i}`] })), updates: [], deletes: [], linkAdds: [], linkRemoves: [] },
+      { inserts: insertsOf([1, 2, 3, 4, 5].map((i) => ({ entity: Tag, id: String(i), values: [`t${i}`] }))), upserts: [], updates: [], deletes: [], linkAdds: [], linkRemoves: [] },
       bookstore.insertOrder,
       [],
       2,

@@ -7,7 +7,7 @@ import { bookstore } from '../support/bookstore.js'
 
 const Book = bookstore.meta('Book')
 const Author = bookstore.meta('Author')
-const empty = { inserts: [], updates: [], deletes: [], linkAdds: [], linkRemoves: [] }
+const empty = { inserts: [], upserts: [], updates: [], deletes: [], linkAdds: [], linkRemoves: [] }
 
 describe('adding deltas (pending increments of one property travel as one)', () => {
   it('adds decimals exactly, whatever their form', () => {

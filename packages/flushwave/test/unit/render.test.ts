@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { insertsOf } from '../../src/plan/changes.js'
 import { tableOf } from '../../src/plan/ops.js'
 import { planFlush } from '../../src/plan/planner.js'
 import { arrayLiteral } from '../../src/sql/array-literal.js'
@@ -11,7 +12,7 @@ const Author = bookstore.meta('Author')
 const Book = bookstore.meta('Book')
 const Tag = bookstore.meta('Tag')
 const UuidTag = bookstoreUuid.meta('Tag')
-const empty = { inserts: [], updates: [], deletes: [], linkAdds: [], linkRemoves: [] }
+const empty = { inserts: [], upserts: [], updates: [], deletes: [], linkAdds: [], linkRemoves: [] }
 
 describe('array literals', () => {
   it('quotes every element so no text can change the array', () => {
@@ -34,7 +35,7 @@ describe('array literals', () => {
 describe('write statements', () => {
   it('render an insert whose text depends on whether it writes one row or more, never on how many', () => {
     const tags = (n: number) => Array.from({ length: n }, (_, i) => ({ entity: Tag, id: String(i + 1), values: [String.fromCharCode(97 + i)] }))
-    const [one, two, three] = [1, 2, 3].map((n) => renderPlan(planFlush({ ...empty, inserts: tags(n) }, bookstore.insertOrder))[0]![0]!)
+    const [one, two, three] = [1, 2, 3].map((n) => renderPlan(planFlush({ ...empty, inserts: insertsOf(tags(n)) }, bookstore.insertOrder))[0]![0]!)
     expect(two!.text).toBe('insert into "tag" ("id", "name") select * from unnest($1::int8[], $2::text[])')
     expect(three!.text).toBe(two!.text)
     // Ids go bare (int8); text stays quoted.
@@ -47,7 +48,7 @@ describe('write statements', () => {
   it('render an insert whose Dates travel as epoch milliseconds, decoded by name', () => {
     const at = new Date('2026-11-22T18:30:00.123Z')
     const row = (id: string) => ({ entity: Author, id, values: ['Ann', null, '0', String(at.getTime())] })
-    const [statement, one] = [[row('7'), row('8')], [row('7')]].map((inserts) => renderPlan(planFlush({ ...empty, inserts }, bookstore.insertOrder))[0]![0]!)
+    const [statement, one] = [[row('7'), row('8')], [row('7')]].map((inserts) => renderPlan(planFlush({ ...empty, inserts: insertsOf(inserts) }, bookstore.insertOrder))[0]![0]!)
     const decode = (x: string) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`
     expect(statement!.text).toBe(
       'insert into "author" ("id", "name", "email", "rating", "created_at") ' +
@@ -105,10 +106,11 @@ describe('write statements', () => {
     const link = Book.manyToMany[0]!
     const plan = planFlush(
       {
-        inserts: [
+        inserts: insertsOf([
           { entity: Book, id: '2', values: ['t', null, 'draft', null, '1'] },
           { entity: Author, id: '1', values: ['a', null, '0', '2026-01-01T00:00:00.000Z'] },
-        ],
+        ]),
+        upserts: [],
         updates: [{ entity: Tag, id: '5', changed: new Map([[0, 'x']]) }],
         deletes: [
           { entity: Author, id: '9' },
