@@ -118,7 +118,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   } finally {
     // Top up the id pool now, between flushes, rather than when the next flush runs short (or the
     // next creates find it empty): also when every id came at create.
-    if (assigned.size > 0 || set.inserted.length > 0) ctx.ids.refillIfLow()
+    if (assigned.size > 0 || set.inserted.length > 0) ctx.ids.refillIfLow(new Map(set.changes.inserts.map((rows) => [rows.entity, rows.ids.length])))
   }
   clock.lap('write')
   record(ctx.uow, set, assigned)

@@ -188,6 +188,27 @@ describe('IdPool', () => {
     expect(Math.max(...calls.slice(1).flat().map((r) => r.count))).toBeLessThanOrEqual(20_000)
   })
 
+  it('sizes refills by the rows a flush inserted, also when their ids came one by one at create', async () => {
+    const { fetch, calls } = sequences(5)
+    const pool = new IdPool({ blockSize: 256 })
+    const short: number[] = []
+    for (let flush = 0; flush < 20; flush++) {
+      // A unit of work of 10,000 creates: each takes its id at create while the pool has one; the
+      // flush takes the rest.
+      let missing = 0
+      for (let i = 0; i < 10_000; i++) if (pool.takeNow(Review) === undefined) missing++
+      if (missing > 0) await pool.take(new Map([[Review, missing]]), fetch)
+      short.push(missing)
+      pool.refillIfLow(new Map([[Review, 10_000]])) // as the flush does, with the rows it inserted
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    // The first flush found nothing and the second too little; from then on every create found its id.
+    expect(short[0]).toBe(10_000)
+    expect(short.slice(2)).toEqual(short.slice(2).map(() => 0))
+    // Blocks stay at twice the unit of work: about 200,000 ids used, fetched within a block or two more.
+    expect(calls.flat().reduce((n, r) => n + r.count, 0)).toBeLessThanOrEqual(200_000 + 2 * 20_000)
+  })
+
   it('keeps a plain sequence’s blocks small enough to refill in about 2 ms, and lets a pooled sequence’s grow', async () => {
     for (const step of [1, 1000]) {
       const calls: IdRequest[][] = []
