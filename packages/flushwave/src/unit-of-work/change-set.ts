@@ -11,9 +11,11 @@ import { ManyToManyCollection } from './many-to-many.js'
 /** What a flush writes, and what to record once it committed. */
 export interface ChangeSet {
   readonly changes: Changes
-  /** Per written entity: the snapshot entries it will have after commit. */
+  /** Per updated entity (or one with increments): the snapshot entries it will have after commit. */
   readonly written: ReadonlyMap<HasState, Record<string, unknown>>
   readonly inserted: readonly HasState[]
+  /** Per inserted entity, at the same index: its snapshot after commit (an array, not a Map entry per new row). */
+  readonly insertedSnapshots: readonly Record<string, unknown>[]
   /** Removed entities, and loaded ones a cascade deletes with them. */
   readonly deleted: readonly HasState[]
   /** Loaded entities whose reference a `'set null'` cascade clears. */
@@ -71,6 +73,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const linkRemoves: LinkChange[] = []
   const written = new Map<HasState, Record<string, unknown>>()
   const inserted: HasState[] = []
+  const insertedSnapshots: Record<string, unknown>[] = []
   const deleted: HasState[] = []
   const collections: ManyToManyCollection[] = []
   const counted = new Map<HasState, ReadonlyMap<FieldMeta, unknown>>()
@@ -125,7 +128,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
         upserted.push(entity)
       }
       inserted.push(entity)
-      written.set(entity, snapshot)
+      insertedSnapshots.push(snapshot)
     } else {
       const changed = new Map<number, Text>()
       meta.fields.forEach((field, i) => {
@@ -170,10 +173,10 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       collections.push(collection)
     }
   }
-  const replaced = deletes.length > 0 && written.size > 0 ? replacedKeys(deleted, written.keys(), fieldText, idText) : undefined
+  const replaced = deletes.length > 0 && inserted.length + written.size > 0 ? replacedKeys(deleted, [...inserted, ...written.keys()], fieldText, idText) : undefined
   const ordered = replaced === undefined ? deletes : deletes.map((d, i) => (replaced.has(deleted[i]!) ? { ...d, first: true as const } : d))
   const nulled = deleted.length > 0 ? cascadeInMemory(map, deleted) : []
-  return { changes: { inserts: [...inserts.values()], upserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, deleted, nulled, collections, counted, upserted }
+  return { changes: { inserts: [...inserts.values()], upserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, insertedSnapshots, deleted, nulled, collections, counted, upserted }
 }
 
 /** The ids a removed row referred to through its self-references, as read (null when not read). */
@@ -264,12 +267,11 @@ function expectedVersion(state: EntityState): string {
  */
 function replacedKeys(
   removed: readonly HasState[],
-  written: Iterable<HasState>,
+  writers: readonly HasState[],
   fieldText: (state: EntityState, field: FieldMeta, value: unknown) => Text,
   idText: (state: EntityState, entity: HasState) => string,
 ): Set<HasState> | undefined {
   const keyed = (meta: EntityMeta) => meta.uniqueKeys.length > 0 || meta.id.strategy === 'provided'
-  const writers = [...written]
   const taken = new Set<string>()
   for (const entity of writers) {
     const state = entity[STATE]

@@ -393,9 +393,7 @@ export class EntityManager<D extends SchemaDefs> {
         if (hook) calls.push(() => hook(entity as never, change, this))
       }
       for (const entity of set.inserted) each(entity, 'created')
-      // Inserted entities are in `written` too: they were created, not updated.
-      const inserted = new Set(set.inserted)
-      for (const entity of set.written.keys()) if (!inserted.has(entity)) each(entity, 'updated')
+      for (const entity of set.written.keys()) each(entity, 'updated')
       for (const entity of set.deleted) each(entity, 'deleted')
     }
     if (this.hooks.afterCommit) calls.push(() => this.hooks.afterCommit!(result, this))

@@ -7,7 +7,7 @@ import { planFlush } from '../plan/planner.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { renderPlan } from '../sql/render-write.js'
 import { computeChanges, needingIds, type ChangeSet } from './change-set.js'
-import { STATE, type HasState } from './entity-state.js'
+import { STATE, type EntityState, type HasState } from './entity-state.js'
 import type { FieldMeta } from '../schema/meta.js'
 import { forgetCounters, restoreIncrements } from './counters.js'
 import { counterFields } from '../schema/counters.js'
@@ -190,13 +190,8 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
     state.poolId = false
     state.status = 'managed'
   }
-  for (const [entity, written] of set.written) {
-    const state = entity[STATE]
-    state.snapshot = state.snapshot ? Object.assign(state.snapshot, written) : written
-    // Only a committed flush advances the in-memory version.
-    const version = state.meta.version
-    if (version && version.prop in written) state.values[version.prop] = version.type.fromDb(written[version.prop])
-  }
+  for (let i = 0; i < set.inserted.length; i++) wrote(set.inserted[i]![STATE], set.insertedSnapshots[i]!)
+  for (const [entity, written] of set.written) wrote(entity[STATE], written)
   for (const entity of set.deleted) {
     entity[STATE].status = 'detached'
     uow.map.delete(entity)
@@ -207,6 +202,14 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
     if (state.snapshot) state.snapshot[field.prop] = null
   }
   for (const collection of set.collections) collection.committed()
+}
+
+/** The row now holds `written`: it joins the entity's snapshot. */
+function wrote(state: EntityState, written: Record<string, unknown>): void {
+  state.snapshot = state.snapshot ? Object.assign(state.snapshot, written) : written
+  // Only a committed flush advances the in-memory version.
+  const version = state.meta.version
+  if (version && version.prop in written) state.values[version.prop] = version.type.fromDb(written[version.prop])
 }
 
 /**
