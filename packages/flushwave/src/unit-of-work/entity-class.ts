@@ -146,7 +146,8 @@ export function checkValue(state: EntityState, field: FieldMeta, value: unknown)
  * user code was handed them (see EntityState.watched).
  */
 export function checkMutableValues(entities: readonly HasState[]): void {
-  for (const entity of entities) {
+  for (let e = 0; e < entities.length; e++) {
+    const entity = entities[e]!
     const state = entity[STATE]
     if (!state.watched || state.status === 'removed' || state.status === 'detached') continue
     for (const field of state.meta.fields) {

@@ -81,7 +81,7 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   if (ctx.uow.journal) saveWritten(ctx.uow, set)
   // Their changes are in the change set now; a property set while the flush is in flight touches
   // the entity again. A flush that fails touches them all again (below).
-  for (const entity of ctx.candidates) entity[STATE].touched = false
+  for (let c = 0; c < ctx.candidates.length; c++) ctx.candidates[c]![STATE].touched = false
   // Increments are in flight now: one made meanwhile waits for the next flush, and a failure puts
   // these back (see below).
   for (const entity of set.counted.keys()) {
@@ -180,7 +180,8 @@ function saveWritten(uow: UnitOfWork, set: ChangeSet): void {
 
 /** After COMMIT: ids, statuses and snapshots now describe the rows. */
 function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState, string>): void {
-  for (const entity of set.inserted) {
+  for (let i = 0; i < set.inserted.length; i++) {
+    const entity = set.inserted[i]!
     const state = entity[STATE]
     // An id taken at create (or provided) was registered then; one taken by this flush is new.
     if (state.id === undefined) {

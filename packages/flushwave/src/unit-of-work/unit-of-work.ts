@@ -57,7 +57,11 @@ export class UnitOfWork implements CollectionFactory {
     } else if (meta.id.prop in data) {
       throw new InvalidValueError(meta.name, meta.id.prop, data[meta.id.prop], 'is assigned from its sequence by the flush')
     }
-    for (const field of meta.fields) {
+    // Indexed loops: this runs once per new entity, and for-of over the schema's arrays allocated an
+    // iterator result per field here (3.5 MB per bulkCreate×100 in a heap profile).
+    const fields = meta.fields
+    for (let i = 0; i < fields.length; i++) {
+      const field = fields[i]!
       let value: unknown
       if (field.version && field.prop in data) throw new InvalidValueError(meta.name, field.prop, data[field.prop], 'is the optimistic-lock version and starts at 1')
       const given = data[field.prop]
@@ -74,6 +78,14 @@ export class UnitOfWork implements CollectionFactory {
     }
     this.map.add(entity)
     this.journal?.entered(entity)
+    if (meta.manyToMany.length > 0) this.createLinks(entity, data)
+    return entity
+  }
+
+  /** The collections given to create(): all or nothing, like the rest of it. */
+  private createLinks(entity: HasState, data: Record<string, unknown>): void {
+    const state = entity[STATE]
+    const meta = state.meta
     try {
       for (const link of meta.manyToMany) {
         const items = data[link.prop]
@@ -88,7 +100,6 @@ export class UnitOfWork implements CollectionFactory {
       state.status = 'detached'
       throw error
     }
-    return entity
   }
 
   /**

@@ -14,7 +14,8 @@ type Validate = (entity: HasState) => string | readonly string[] | undefined
 export function validate(entities: readonly HasState[], entityRule: (name: string) => Validate | undefined): void {
   const failures: ValidationFailure[] = []
   const rules = new Map<EntityMeta, { fields: readonly FieldMeta[]; entity: Validate | undefined } | null>()
-  for (const entity of entities) {
+  for (let e = 0; e < entities.length; e++) {
+    const entity = entities[e]!
     const state = entity[STATE]
     let ofType = rules.get(state.meta)
     if (ofType === undefined) {
