@@ -159,11 +159,19 @@ export const boolean: ColumnType<boolean> = {
   selectExpr: plain,
 }
 
-// Entities created together mostly share a millisecond: remember the last one formatted.
-let lastTime = NaN
-let lastText = ''
-let lastEpoch = NaN
-let lastEpochText = ''
+/** A Date's text by its time, remembering the last one: entities created together mostly share a millisecond. */
+function lastFormatted(format: (date: Date) => string): (date: Date) => string {
+  let lastTime = NaN
+  let lastText = ''
+  return (date) => {
+    const time = date.getTime()
+    if (time !== lastTime) {
+      lastText = format(date)
+      lastTime = time
+    }
+    return lastText
+  }
+}
 
 /**
  * Epoch milliseconds as int8. Whole seconds and the remaining milliseconds are added as separate
@@ -172,14 +180,7 @@ let lastEpochText = ''
  */
 const epochMilliseconds: Wire<Date> = {
   sqlType: 'int8',
-  encode: (v) => {
-    const time = v.getTime()
-    if (time !== lastEpoch) {
-      lastEpochText = String(time)
-      lastEpoch = time
-    }
-    return lastEpochText
-  },
+  encode: lastFormatted((v) => String(v.getTime())),
   decode: (x) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`,
 }
 
@@ -191,14 +192,7 @@ export const timestamptz: ColumnType<Date> = {
     const time = v.getTime()
     return time >= TIMESTAMP_MIN && time <= TIMESTAMP_MAX ? undefined : 'expected a Date from year 1 to 9999 (UTC)'
   },
-  toText: (v) => {
-    const time = v.getTime()
-    if (time !== lastTime) {
-      lastText = v.toISOString()
-      lastTime = time
-    }
-    return lastText
-  },
+  toText: lastFormatted((v) => v.toISOString()),
   fromDb: (raw) => (raw instanceof Date ? raw : new Date(String(raw))),
   wire: epochMilliseconds,
   // JSON output of timestamptz is ISO 8601 whatever the session's DateStyle.

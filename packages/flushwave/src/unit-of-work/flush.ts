@@ -190,8 +190,8 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
     }
     state.poolId = false
     state.status = 'managed'
+    wrote(state, set.insertedSnapshots[i]!)
   }
-  for (let i = 0; i < set.inserted.length; i++) wrote(set.inserted[i]![STATE], set.insertedSnapshots[i]!)
   for (const [entity, written] of set.written) wrote(entity[STATE], written)
   for (const entity of set.deleted) {
     entity[STATE].status = 'detached'
