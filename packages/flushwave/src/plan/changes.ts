@@ -99,6 +99,11 @@ export interface LinkChange {
   readonly link: ManyToManyMeta
   readonly owner: string
   readonly target: string
+  /**
+   * An end of the link is a row this flush inserts, so the join table cannot hold the link yet
+   * (its foreign keys see to that) and the INSERT needs no `on conflict do nothing`.
+   */
+  readonly fresh?: true
 }
 
 export function isEmpty(changes: Changes): boolean {

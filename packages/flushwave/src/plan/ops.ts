@@ -60,6 +60,8 @@ export interface LinkInsertOp {
   readonly link: ManyToManyMeta
   readonly owners: readonly string[]
   readonly targets: readonly string[]
+  /** Some link joins two rows that exist already, so it may be in the table: its insert must do nothing then. */
+  readonly mayExist: boolean
 }
 
 export interface LinkDeleteOp {

@@ -54,7 +54,7 @@ export function planFlush(
   const linkAdds = byLink(changes.linkAdds)
   for (const link of links) {
     const adds = linkAdds.get(link)
-    if (adds) ops.push(linkOp('link-insert', link, unique(adds)))
+    if (adds) ops.push(linkInsertOp(link, unique(adds)))
   }
   for (const entity of order) {
     const rows = updates.get(entity)
@@ -63,7 +63,7 @@ export function planFlush(
   const linkRemoves = byLink(changes.linkRemoves)
   for (const link of links) {
     const removes = linkRemoves.get(link)
-    if (removes) ops.push(linkOp('link-delete', link, unique(removes)))
+    if (removes) ops.push({ kind: 'link-delete', link, ...ends(unique(removes)) })
   }
   ops.push(...deleting(deletes, index, maxRows))
   const chunked = ops.flatMap((op) => chunk(op, maxRows))
@@ -254,12 +254,14 @@ function deleteOp(entity: EntityMeta, unordered: readonly RowDelete[], chunked =
   return { kind: 'delete', entity, ids: rows.map((r) => r.id), versions: entity.version ? rows.map((r) => r.version ?? null) : undefined }
 }
 
-function linkOp<K extends 'link-insert' | 'link-delete'>(
-  kind: K,
-  link: ManyToManyMeta,
-  changes: readonly LinkChange[],
-): LinkInsertOp | LinkDeleteOp {
-  return { kind, link, owners: changes.map((c) => c.owner), targets: changes.map((c) => c.target) }
+function linkInsertOp(link: ManyToManyMeta, adds: readonly LinkChange[]): LinkInsertOp {
+  let mayExist = false
+  for (let i = 0; i < adds.length && !mayExist; i++) mayExist = adds[i]!.fresh !== true
+  return { kind: 'link-insert', link, ...ends(adds), mayExist }
+}
+
+function ends(changes: readonly LinkChange[]): { owners: string[]; targets: string[] } {
+  return { owners: changes.map((c) => c.owner), targets: changes.map((c) => c.target) }
 }
 
 function unique(changes: readonly LinkChange[]): LinkChange[] {

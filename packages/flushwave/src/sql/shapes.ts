@@ -21,6 +21,8 @@ export function allShapes(schema: Schema): Statement[] {
   const addForms = (op: Op) => {
     add(renderOp(empty(op)))
     if (writesOneRow(op)) add(nulls(renderOp(op)))
+    // Links to a new row go without the conflict clause.
+    if (op.kind === 'link-insert') add(renderOp(empty({ ...op, mayExist: false })))
   }
   const order = schema.insertOrder
   for (const entity of order) {

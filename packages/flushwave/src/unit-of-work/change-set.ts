@@ -169,7 +169,8 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
         const t = target[STATE]
         if (t.status === 'removed' || t.status === 'detached') continue
         if (t.status === 'new' && t.upsert) throw upsertedTarget(`${label(state)}.${collection.meta.prop}`, t)
-        linkAdds.push({ link: collection.meta, owner, target: idText(t, target) })
+        const fresh = state.status === 'new' || t.status === 'new'
+        linkAdds.push({ link: collection.meta, owner, target: idText(t, target), ...(fresh && { fresh }) })
       }
       for (const target of collection.removed) {
         if (target[STATE].status !== 'managed' && target[STATE].status !== 'stub') continue // purged with it

@@ -263,13 +263,22 @@ describe('flush', () => {
     const tag = em.create('Tag', { name: 'link-tag' })
     book.tags.add(tag)
     book.tags.add(tag) // twice in one unit of work: one row
+    db.queries.length = 0
     await em.flush()
+    // Both ends are new rows, so the link cannot be there yet: a plain insert.
+    expect(db.writes().map((q) => q.text).filter((t) => t.startsWith('insert into "book_tag"'))).toEqual([
+      'insert into "book_tag" ("book_id", "tag_id") select * from unnest($1::int8[], $2::int8[])',
+    ])
 
     // Another EntityManager adds the same link without loading the collection: one row still.
     const em2 = db.orm.em()
     const b2 = em2.ref('Book', book.id)
     b2.tags.add(em2.ref('Tag', tag.id))
+    db.queries.length = 0
     const again = await em2.flush()
+    expect(db.writes().map((q) => q.text).filter((t) => t.startsWith('insert into "book_tag"'))).toEqual([
+      'insert into "book_tag" ("book_id", "tag_id") select * from unnest($1::int8[], $2::int8[]) on conflict do nothing',
+    ])
     expect(again.inserted).toEqual({ book_tag: 0 })
     expect(await db.sql`select count(*)::int as n from book_tag where book_id = ${book.id}`).toEqual([{ n: 1 }])
 

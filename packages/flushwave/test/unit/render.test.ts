@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { insertsOf } from '../../src/plan/changes.js'
+import { insertsOf, type LinkChange } from '../../src/plan/changes.js'
 import { tableOf } from '../../src/plan/ops.js'
 import { planFlush } from '../../src/plan/planner.js'
 import { arrayLiteral } from '../../src/sql/array-literal.js'
@@ -138,6 +138,15 @@ describe('write statements', () => {
     const linkInsert = renderPlan(plan)[0]![2]!
     expect(linkInsert.text).toBe('insert into "book_tag" ("book_id", "tag_id") select * from unnest($1::int8[], $2::int8[]) on conflict do nothing')
     expect(linkInsert.params).toEqual(['{2}', '{5}'])
+  })
+
+  it('insert links without a conflict clause only when every link has a new end', () => {
+    const link = Book.manyToMany[0]!
+    const linkInsert = (linkAdds: LinkChange[]) => renderPlan(planFlush({ ...empty, linkAdds }, bookstore.insertOrder))[0]![0]!.text
+    const fresh: LinkChange = { link, owner: '2', target: '5', fresh: true }
+    expect(linkInsert([fresh])).toBe('insert into "book_tag" ("book_id", "tag_id") select * from unnest($1::int8[], $2::int8[])')
+    // One link between rows that exist already may be in the table: the whole insert does nothing on a conflict.
+    expect(linkInsert([fresh, { link, owner: '3', target: '5' }])).toMatch(/ on conflict do nothing$/)
   })
 
   it('plan nothing for no changes', () => {
