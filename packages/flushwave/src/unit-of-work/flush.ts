@@ -140,11 +140,13 @@ async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, s
   // Inside a transaction the fetch runs on the transaction's connection, which no other flush may wait on.
   const { ids, fetched } = await ctx.ids.take(counts, (requests) => ctx.executor.nextIds(requests), { private: ctx.inTransaction === true })
   for (const [meta, list] of needed) list.forEach((entity, i) => assigned.set(entity, ids.get(meta)![i]!))
-  const preparation = fetched.map(({ counts, roundTrips }): Preparation => ({
+  const preparation = fetched.map(({ counts, roundTrips, refill }): Preparation => ({
     kind: 'allocate-ids',
     counts,
     roundTrips,
-    reason: 'the id pool ran short: one nextval() statement before the transaction',
+    reason: refill
+      ? 'the id pool ran short while a background refill was in flight: waited for it before the transaction'
+      : 'the id pool ran short: one nextval() statement before the transaction',
   }))
   return { assigned, preparation }
 }

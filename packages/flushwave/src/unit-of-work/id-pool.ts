@@ -33,6 +33,8 @@ export type FetchIds = (requests: readonly IdRequest[]) => Promise<IdBlocks>
 export interface Fetch {
   readonly counts: ReadonlyMap<string, number>
   readonly roundTrips: number
+  /** A background refill that a take ran short during, and waited for (see refillIfLow). */
+  readonly refill?: true
 }
 
 export interface Taken {
@@ -61,6 +63,13 @@ interface TableIds {
   largestTake: number
   /** Whether the last fetch found a pooled sequence (increment > 1): blocks cost O(1), not O(ids). */
   pooled: boolean
+  /**
+   * The ids taken since `flowSince` (performance.now()): the rate they go at. It counts from the
+   * last background refill's request, or from the last time waiting flushes were served: those
+   * waited, so they took nothing meanwhile, and a burst served at once is no rate.
+   */
+  flowTaken: number
+  flowSince: number
 }
 
 /**
@@ -70,14 +79,17 @@ interface TableIds {
  *
  * Under concurrency, flushes that find the pool short queue up behind ONE fetch sized for all of
  * them plus a spare block, and are served in arrival order when it lands: fifty concurrent
- * shortfalls cost one fetch, not fifty. The spare block is twice the ids taken since the table's
- * last fetch (at least `blockSize`; at most 2,048 for a plain sequence, see MAX_PLAIN_SPARE), so it
- * follows demand and a steady workload fetches seldom.
+ * shortfalls cost one fetch, not fifty. The spare block follows demand: twice the ids taken since
+ * the table's last fetch, or twice what two fetches' latency would use at the rate they go (at
+ * least `blockSize`; at most 2,048 for a plain sequence, see MAX_PLAIN_SPARE), so a steady workload
+ * fetches seldom.
  *
- * And a table whose spare ids fall below half its last spare block is refilled in the background
- * after the flush that took them, on one of the pool's connections, while flushes go on taking what
- * is left: in steady state no flush waits on a fetch. With a pooled sequence (an increment of, say, 1000) a fetch of any size
- * costs the server one nextval per block.
+ * And a table whose spare ids fall below a low-water mark is refilled in the background after the
+ * flush that took them, on one of the pool's connections, while flushes go on taking what is left.
+ * The mark knows how long a fetch takes: it is at least twice what the table uses while one is in
+ * flight, so in steady state no flush waits on a fetch, however slow fetches are (a take that runs
+ * short during a refill waits for it and reports it). With a pooled sequence (an increment of,
+ * say, 1000) a fetch of any size costs the server one nextval per block.
  */
 export class IdPool {
   private readonly tables = new Map<EntityMeta, TableIds>()
@@ -86,6 +98,11 @@ export class IdPool {
   /** The pool's fetch, from the last shared take: background refills use it. */
   private refillWith: FetchIds | undefined
   private readonly blockSize: number
+  /**
+   * How long a fetch takes, in ms: the longest lately (each new one counts fully, older ones fade by
+   * half per fetch). A refill must start while the spare ids last that long at the rate they go.
+   */
+  private fetchMs = 0
 
   constructor(options: IdPoolOptions = {}) {
     this.blockSize = options.blockSize ?? 256
@@ -117,6 +134,7 @@ export class IdPool {
     if (table === undefined || table.ranges.size === 0 || this.queue.length > 0) return undefined
     const id = table.ranges.takeOne()
     table.takenSinceFetch++
+    table.flowTaken++
     if (table.largestTake === 0) table.largestTake = 1
     return id
   }
@@ -163,12 +181,8 @@ export class IdPool {
   /** A transaction's shortfall: fetched on its own connection; the spare block joins the pool. */
   private async takePrivately(counts: ReadonlyMap<EntityMeta, number>, fetch: FetchIds): Promise<Taken> {
     const requests = [...counts].map(([meta, count]) => ({ meta, spare: this.spareFor(meta), count: count + this.spareFor(meta) }))
-    const blocks = await fetchChecked(requests, fetch)
-    requests.forEach((r, i) => {
-      const table = this.table(r.meta)
-      table.ranges.add(blocks.ids[i]!)
-      Object.assign(table, { takenSinceFetch: 0, lastSpare: r.spare, largestTake: 0, pooled: blocks.ids[i]!.step > 1 })
-    })
+    const blocks = await this.fetchBlocks(requests, fetch)
+    for (const r of requests) this.asked(this.table(r.meta), r.spare)
     // Taken at once, before any other flush runs: these ids were fetched for this one.
     const ids = this.drain(counts)
     this.serve()
@@ -184,34 +198,74 @@ export class IdPool {
     const demand = new Map<EntityMeta, number>()
     for (const waiter of waiting) for (const [meta, count] of waiter.counts) demand.set(meta, (demand.get(meta) ?? 0) + count)
     const requests: { meta: EntityMeta; count: number }[] = []
+    const now = performance.now()
     for (const [meta, need] of demand) {
-      const have = this.spareOf(meta)
+      const table = this.table(meta)
+      const have = table.ranges.size
       const spare = this.spareFor(meta)
-      if (have - need >= spare / 2) continue
+      if (have - need >= Math.max(spare / 2, this.inFlightNeed(table, now))) continue
       requests.push({ meta, count: Math.max(0, need - have) + spare })
-      Object.assign(this.table(meta), { takenSinceFetch: 0, lastSpare: spare, largestTake: 0 })
+      this.asked(table, spare)
     }
     return requests
   }
 
   private async fetchInto(requests: readonly { meta: EntityMeta; count: number }[], fetch: FetchIds): Promise<Fetch> {
-    const blocks = await fetchChecked(requests, fetch)
+    const blocks = await this.fetchBlocks(requests, fetch)
+    return { counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips }
+  }
+
+  /**
+   * Runs a fetch, checks it brought what was asked (a short answer would leave flushes waiting
+   * forever), adds the blocks, and notes how long it took and when it landed.
+   */
+  private async fetchBlocks(requests: readonly { meta: EntityMeta; count: number }[], fetch: FetchIds): Promise<IdBlocks> {
+    const started = performance.now()
+    const blocks = await fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
+    requests.forEach((r, i) => {
+      // A pooled sequence may bring more (whole blocks).
+      const got = blocks.ids[i]?.count ?? 0
+      if (got < r.count) throw new FlushwaveError(`id allocation for ${r.meta.quotedTable} returned ${got} ids, not ${r.count}`)
+    })
+    const landed = performance.now()
+    this.fetchMs = this.fetchMs === 0 ? landed - started : (this.fetchMs + landed - started) / 2
     requests.forEach((r, i) => {
       const table = this.table(r.meta)
       table.ranges.add(blocks.ids[i]!)
       table.pooled = blocks.ids[i]!.step > 1
     })
-    return { counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips }
+    return blocks
+  }
+
+  /** A fetch for `table` is asked for, with a spare block of `spare`: demand counts afresh from here. */
+  private asked(table: TableIds, spare: number): void {
+    table.takenSinceFetch = 0
+    table.lastSpare = spare
+    table.largestTake = 0
+    table.flowTaken = 0
+    table.flowSince = performance.now()
   }
 
   /**
-   * Starts a background fetch for every table below half its last spare block, or below one and a
-   * half times the largest take since its last fetch (a flush of 10,000 new rows must find the next
-   * 10,000 ready, whatever half a block is), unless a fetch is under way. A flush calls it once its
-   * transaction is over, so that the refill overlaps the time between flushes rather than the flush
-   * (with a pool of one connection it would wait behind it).
-   * Flushes that run short meanwhile queue behind it, as behind any fetch. A failed refill costs
-   * nothing but the refill: the next shortfall fetches (and reports) as usual.
+   * Twice the ids `table` would use while a fetch is in flight, at the rate it has used them lately
+   * (see TableIds.flowTaken), over at least a millisecond.
+   */
+  private inFlightNeed(table: TableIds, now: number): number {
+    if (this.fetchMs === 0 || table.flowTaken === 0) return 0
+    return (2 * table.flowTaken * this.fetchMs) / Math.max(now - table.flowSince, 1)
+  }
+
+  /**
+   * Starts a background fetch for every table below its low-water mark, unless a fetch is under
+   * way. The mark is the largest of: half its last spare block; one and a half times the largest
+   * take since its last fetch (a flush of 10,000 new rows must find the next 10,000 ready, whatever
+   * half a block is); and twice what it uses while a fetch is in flight (see inFlightNeed). Without
+   * that last one, fetches of 5 ms and flushes 1 ms apart ran dry in the middle of the first refill.
+   * A flush calls it once its transaction is over, so that the refill overlaps the time between
+   * flushes rather than the flush (with a pool of one connection it would wait behind it).
+   * Flushes that run short meanwhile queue behind it, as behind any fetch, and report it as a fetch
+   * they waited on. A failed refill costs nothing but the refill: the next shortfall fetches (and
+   * reports) as usual.
    *
    * `inserted` is how many new rows per table the flush wrote, whether their ids came at create
    * (one `takeNow` each) or with the flush: that many is one take. Without it a unit of work whose
@@ -226,16 +280,21 @@ export class IdPool {
     const fetch = this.refillWith
     if (this.fetching || fetch === undefined) return
     const requests: { meta: EntityMeta; count: number }[] = []
+    const now = performance.now()
     for (const [meta, table] of this.tables) {
       const have = table.ranges.size
-      if (table.lastSpare === 0 || have >= Math.max(table.lastSpare / 2, 1.5 * table.largestTake)) continue
+      if (table.lastSpare === 0 || have >= Math.max(table.lastSpare / 2, 1.5 * table.largestTake, this.inFlightNeed(table, now))) continue
       const spare = this.spareFor(meta)
       requests.push({ meta, count: spare })
-      Object.assign(table, { takenSinceFetch: 0, lastSpare: spare, largestTake: 0 })
+      this.asked(table, spare)
     }
     if (requests.length === 0) return
     this.fetching = true
     this.fetchInto(requests, fetch)
+      // Flushes that ran short meanwhile waited on this refill: they report it.
+      .then((done) => {
+        for (const waiter of this.queue) waiter.fetched.push({ ...done, refill: true })
+      })
       .catch(() => undefined)
       .finally(() => {
         this.fetching = false
@@ -243,20 +302,31 @@ export class IdPool {
       })
   }
 
-  /** Hands ids to waiting flushes in arrival order, as long as the first one can be served. */
+  /**
+   * Hands ids to waiting flushes in arrival order, as long as the first one can be served. The rate
+   * ids go at counts afresh after them (see TableIds.flowTaken).
+   */
   private serve(): void {
+    const served = new Set<EntityMeta>()
     while (this.queue.length > 0 && this.covers(this.queue[0]!.counts)) {
       const waiter = this.queue.shift()!
       waiter.resolve({ ids: this.drain(waiter.counts), fetched: waiter.fetched })
+      for (const meta of waiter.counts.keys()) served.add(meta)
     }
+    const now = performance.now()
+    for (const meta of served) Object.assign(this.table(meta), { flowTaken: 0, flowSince: now })
   }
 
-  /** Twice the ids taken since the table's last fetch, at least blockSize, at most its cap (see MAX_PLAIN_SPARE). */
+  /**
+   * Twice the ids taken since the table's last fetch, and twice what it would use while two fetches
+   * are in flight (so that a block outlasts the refill that follows it); at least blockSize, at most
+   * its cap (see MAX_PLAIN_SPARE).
+   */
   private spareFor(meta: EntityMeta): number {
     const table = this.tables.get(meta)
     if (table === undefined) return this.blockSize
     const cap = table.pooled ? MAX_SPARE : Math.min(MAX_SPARE, Math.max(MAX_PLAIN_SPARE, 2 * table.largestTake))
-    return Math.min(cap, Math.max(this.blockSize, 2 * table.takenSinceFetch))
+    return Math.min(cap, Math.max(this.blockSize, 2 * table.takenSinceFetch, Math.ceil(2 * this.inFlightNeed(table, performance.now()))))
   }
 
   private covers(counts: ReadonlyMap<EntityMeta, number>): boolean {
@@ -270,6 +340,7 @@ export class IdPool {
       const table = this.table(meta)
       out.set(meta, table.ranges.take(count))
       table.takenSinceFetch += count
+      table.flowTaken += count
       if (count > table.largestTake) table.largestTake = count
     }
     return out
@@ -277,18 +348,7 @@ export class IdPool {
 
   private table(meta: EntityMeta): TableIds {
     let table = this.tables.get(meta)
-    if (table === undefined) this.tables.set(meta, (table = { ranges: new IdRanges(), takenSinceFetch: 0, lastSpare: 0, largestTake: 0, pooled: false }))
+    if (table === undefined) this.tables.set(meta, (table = { ranges: new IdRanges(), takenSinceFetch: 0, lastSpare: 0, largestTake: 0, pooled: false, flowTaken: 0, flowSince: 0 }))
     return table
   }
-}
-
-/** Runs a fetch and checks it brought what was asked: a short answer would leave flushes waiting forever. */
-async function fetchChecked(requests: readonly { meta: EntityMeta; count: number }[], fetch: FetchIds): Promise<IdBlocks> {
-  const blocks = await fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
-  requests.forEach((r, i) => {
-    // A pooled sequence may bring more (whole blocks); fewer would leave flushes waiting forever.
-    const got = blocks.ids[i]?.count ?? 0
-    if (got < r.count) throw new FlushwaveError(`id allocation for ${r.meta.quotedTable} returned ${got} ids, not ${r.count}`)
-  })
-  return blocks
 }

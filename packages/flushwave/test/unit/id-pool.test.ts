@@ -168,6 +168,38 @@ describe('IdPool', () => {
     expect(calls.length).toBeLessThanOrEqual(12)
   })
 
+  it('reports a background refill as a fetch to a take that ran short while it was in flight', async () => {
+    const { fetch, calls } = sequences(20)
+    const pool = new IdPool({ blockSize: 64 })
+    await pool.take(new Map([[Review, 60]]), fetch) // 124 fetched, 64 left
+    await pool.take(new Map([[Review, 40]]), fetch) // 24 left: below the low-water mark
+    pool.refillIfLow()
+    expect(calls).toHaveLength(2)
+    // Short while the refill is in flight: served when it lands, and told it waited on it.
+    const taken = await pool.take(new Map([[Review, 30]]), fetch)
+    expect(calls).toHaveLength(2)
+    expect(taken.fetched).toEqual([{ counts: new Map([['review', calls[1]![0]!.count]]), roundTrips: 1, refill: true }])
+  })
+
+  it('starts refills early enough for slow fetches: after the first refill, no flush waits', async () => {
+    for (const fetchMs of [20, 50]) {
+      const { fetch, fetchedTotal } = sequences(fetchMs)
+      const pool = new IdPool({ blockSize: 64 })
+      const waitedAt: number[] = []
+      for (let flush = 0; flush < 200; flush++) {
+        const taken = await pool.take(new Map([[Review, 10], [Book, 1]]), fetch)
+        if (taken.fetched.length > 0) waitedAt.push(flush)
+        pool.refillIfLow()
+        await new Promise((resolve) => setTimeout(resolve, 1))
+      }
+      // The first take, and one during the first refill (the pool knew the fetch's latency but not
+      // yet the rate ids go at); from then on refills start while what is left outlasts them.
+      expect(waitedAt.filter((flush) => flush >= 10), `fetches of ${fetchMs} ms`).toEqual([])
+      // The spare held at the end is about what two fetches' latency uses: fetched stays within 3× of used.
+      expect(fetchedTotal('"review"')).toBeLessThanOrEqual(3 * 2_000)
+    }
+  })
+
   it('keeps flushes larger than half a block from waiting: refills below one and a half of the largest take', async () => {
     const { fetch, calls, fetchedTotal } = sequences(5)
     const pool = new IdPool({ blockSize: 256 })
