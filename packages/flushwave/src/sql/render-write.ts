@@ -194,6 +194,20 @@ function lockedInIdOrder(e: EntityMeta, from: string, mode: 'no key update' | 'u
   return `select a.* from ${from} join ${e.quotedTable} as x on x.${e.id.quoted} = a.k order by a.k for ${mode} of x`
 }
 
+/**
+ * The rows of `e` (aliased `t`) that `condition` selects, each locked in id order as
+ * lockedInIdOrder does, keyed by `k`: for writes that find their rows by a reference or by walking
+ * a tree (cascades), whose order the client cannot sort.
+ */
+function foundInIdOrder(e: EntityMeta, condition: string, mode: 'no key update' | 'update'): string {
+  return `select t.${e.id.quoted} as k from ${e.quotedTable} as t where ${condition} order by t.${e.id.quoted} for ${mode} of t`
+}
+
+/** Deletes the rows `condition` selects, locked in id order first, and returns their ids. */
+function deleteFound(e: EntityMeta, condition: string): string {
+  return `with d as (${foundInIdOrder(e, condition, 'update')}) delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k returning t.${e.id.quoted}::text`
+}
+
 function updateOneText(e: EntityMeta): string {
   const sets: string[] = []
   let n = 1
@@ -257,7 +271,7 @@ function renderDelete(op: DeleteOp) {
     const text =
       treeFields(e).length === 0
         ? `with d as (${lockedInIdOrder(e, `unnest($1::${e.id.type.sqlType}[]) as a(k)`, 'update')}) delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k`
-        : `delete from ${e.quotedTable} as t where ${orBelow(`t.${e.id.quoted} = any($1::${e.id.type.sqlType}[])`, roots)} returning t.${e.id.quoted}::text`
+        : deleteFound(e, orBelow(`t.${e.id.quoted} = any($1::${e.id.type.sqlType}[])`, roots))
     return { text, params: [arrayLiteral(op.ids, e.id.type.sqlType)] }
   }
   const v = e.version
@@ -274,13 +288,13 @@ function renderDelete(op: DeleteOp) {
     }
   }
   // The rows below the removed ones in a cascading tree go in the same statement, unchecked (the
-  // version check is for the rows the application removed); every id deleted comes back. They are
-  // found by walking the tree, so they are not locked in id order.
+  // version check is for the rows the application removed); every id deleted comes back.
   const removed = orBelow(`exists (select from a where a.k = t.${e.id.quoted} and a.ver = t.${v.quoted})`, roots)
   return {
     text:
       a +
-      `w as (delete from ${e.quotedTable} as t where ${removed} returning t.${e.id.quoted} as k) ` +
+      `d as (${foundInIdOrder(e, removed, 'update')}), ` +
+      `w as (delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k returning t.${e.id.quoted} as k) ` +
       `select w.k::text from (${staleCheck(e.table)}) as x(stale) left join w on x.stale is null`,
     params,
   }
@@ -338,7 +352,7 @@ function renderLinkPurge(op: LinkPurgeOp) {
 function renderCascadeDelete(op: CascadeDeleteOp) {
   const { entity, field, parent } = op.rows
   return {
-    text: `delete from ${entity.quotedTable} as t where ${orBelow(matches(`t.${field.quoted}`, parent), op.rows)} returning t.${entity.id.quoted}::text`,
+    text: deleteFound(entity, orBelow(matches(`t.${field.quoted}`, parent), op.rows)),
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }
@@ -346,7 +360,9 @@ function renderCascadeDelete(op: CascadeDeleteOp) {
 function renderCascadeNull(op: CascadeNullOp) {
   const { entity, field, parent } = op.rows
   return {
-    text: `update ${entity.quotedTable} as t set ${field.quoted} = null where ${matches(`t.${field.quoted}`, parent)} returning t.${entity.id.quoted}::text`,
+    text:
+      `with d as (${foundInIdOrder(entity, matches(`t.${field.quoted}`, parent), 'no key update')}) ` +
+      `update ${entity.quotedTable} as t set ${field.quoted} = null from d where t.${entity.id.quoted} = d.k returning t.${entity.id.quoted}::text`,
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }

@@ -60,10 +60,12 @@ describe('cascades in the unit of work', () => {
     const result = await em.flush()
     expect(result).toMatchObject({ waves: 1, roundTrips: 1 })
     expect(db.writes().map((q) => q.text)).toEqual([
-      // Cascades return the ids they deleted: the identity map follows them exactly.
-      'delete from "review" as t where t."book_id" in (select c1."id" from "book" as c1 where c1."author_id" = any($1::int8[])) returning t."id"::text',
+      // Cascades lock the rows they find in id order, as every multi-row write does, and return
+      // the ids they deleted: the identity map follows them exactly.
+      'with d as (select t."id" as k from "review" as t where t."book_id" in (select c1."id" from "book" as c1 where c1."author_id" = any($1::int8[])) order by t."id" for update of t) ' +
+        'delete from "review" as t using d where t."id" = d.k returning t."id"::text',
       'delete from "book_tag" as j where j."book_id" in (select c1."id" from "book" as c1 where c1."author_id" = any($1::int8[]))',
-      'delete from "book" as t where t."author_id" = any($1::int8[]) returning t."id"::text',
+      'with d as (select t."id" as k from "book" as t where t."author_id" = any($1::int8[]) order by t."id" for update of t) delete from "book" as t using d where t."id" = d.k returning t."id"::text',
       // One row: a scalar bind, no array.
       'delete from "author" where "id" = $1::int8',
     ])

@@ -14,7 +14,14 @@ import { EXECUTORS } from '../support/executors.js'
 const schema = defineSchema({
   Slot: entity('slot', { id: t.id(), n: t.integer(), hits: t.integer().default(0) }),
   Guarded: entity('guarded', { id: t.id(), n: t.integer(), version: t.version() }),
+  // Rows a cascade finds by their reference (the client does not know them): parts go with their
+  // holder, loose ones let go of it, and nodes go with the tree above them.
+  Holder: entity('holder', { id: t.id() }),
+  Part: entity('part', { id: t.id(), n: t.integer(), holder: t.manyToOne('Holder').onDelete('cascade') }),
+  Loose: entity('loose', { id: t.id(), n: t.integer(), holder: t.manyToOne('Holder').nullable().onDelete('set null') }),
+  Node: entity('node', { id: t.id(), n: t.integer(), parent: t.manyToOne('Node').nullable().onDelete('cascade') }),
 })
+type Table = 'slot' | 'guarded' | 'part' | 'loose' | 'node'
 type D = typeof schema.defs
 
 describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor) => {
@@ -30,9 +37,14 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
   const ROWS = 40
   const ids = Array.from({ length: ROWS }, (_, i) => ROWS - i)
   beforeEach(async () => {
-    await db.sql`truncate slot, guarded`
+    await db.sql`truncate slot, guarded, part, loose, node, holder`
     for (const table of ['slot', 'guarded']) {
       await db.sql.unsafe(`insert into ${table} (id, n) overriding system value select i, 0 from unnest($1::int8[]) as i`, [ids])
+    }
+    await db.sql`insert into holder (id) overriding system value values (1)`
+    await db.sql`insert into node (id, n) overriding system value values (100, 0)`
+    for (const [table, column, parent] of [['part', 'holder_id', 1], ['loose', 'holder_id', 1], ['node', 'parent_id', 100]] as const) {
+      await db.sql.unsafe(`insert into ${table} (id, n, ${column}) overriding system value select i, 0, ${parent} from unnest($1::int8[]) as i`, [ids])
     }
   })
 
@@ -42,7 +54,7 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
    * so the other transaction gets row 2 at once and commits; one that locked the rows in heap order
    * holds row 2 already and deadlocks with it.
    */
-  async function againstReverseLocker(table: 'slot' | 'guarded', change: (em: EntityManager<D>) => Promise<void>) {
+  async function againstReverseLocker(table: Table, change: (em: EntityManager<D>) => Promise<void>) {
     const other = await db.sql.reserve()
     try {
       await other`set lock_timeout = '5s'`
@@ -119,5 +131,29 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
       await em.flush()
     })
     expect(await db.sql`select count(*)::int as n from guarded`).toEqual([{ n: 0 }])
+  })
+
+  it('a cascade that deletes the rows referring to a removed one', async () => {
+    await againstReverseLocker('part', async (em) => {
+      em.remove(await em.load('Holder', 1))
+      await em.flush()
+    })
+    expect(await db.sql`select count(*)::int as n from part`).toEqual([{ n: 0 }])
+  })
+
+  it('a cascade that sets references to a removed row to null', async () => {
+    await againstReverseLocker('loose', async (em) => {
+      em.remove(await em.load('Holder', 1))
+      await em.flush()
+    })
+    expect(await db.sql`select count(*)::int as n from loose where holder_id is null`).toEqual([{ n: ROWS }])
+  })
+
+  it('a tree deleted below a removed node', async () => {
+    await againstReverseLocker('node', async (em) => {
+      em.remove(await em.load('Node', 100))
+      await em.flush()
+    })
+    expect(await db.sql`select count(*)::int as n from node`).toEqual([{ n: 0 }])
   })
 })
