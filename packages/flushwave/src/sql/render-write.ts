@@ -331,12 +331,27 @@ function renderLinkInsert(op: LinkInsertOp) {
   }
 }
 
+/**
+ * Deletes the join-table rows `found` selects (the table aliased `j`, with its joins and conditions),
+ * locked first in key order (owner, then target) as lockedInIdOrder locks a table's rows: two
+ * flushes that unlink or purge shared links would otherwise lock them in heap order and could
+ * deadlock.
+ */
+function deleteLinksInKeyOrder(link: LinkDeleteOp['link'], found: string): string {
+  const c = linkColumns(link)
+  return (
+    `with d as (select j.${c.own} as o, j.${c.target} as t from ${found} order by 1, 2 for update of j) ` +
+    `delete from ${link.quotedTable} as j using d where j.${c.own} = d.o and j.${c.target} = d.t`
+  )
+}
+
 function renderLinkDelete(op: LinkDeleteOp) {
   const c = linkColumns(op.link)
   return {
-    text:
-      `delete from ${op.link.quotedTable} as j using unnest($1::${c.ownType}[], $2::${c.targetType}[]) as d(o, t) ` +
-      `where j.${c.own} = d.o and j.${c.target} = d.t`,
+    text: deleteLinksInKeyOrder(
+      op.link,
+      `${op.link.quotedTable} as j join unnest($1::${c.ownType}[], $2::${c.targetType}[]) as a(o, t) on j.${c.own} = a.o and j.${c.target} = a.t`,
+    ),
     params: [arrayLiteral(op.owners, c.ownType), arrayLiteral(op.targets, c.targetType)],
   }
 }
@@ -344,7 +359,7 @@ function renderLinkDelete(op: LinkDeleteOp) {
 function renderLinkPurge(op: LinkPurgeOp) {
   const c = linkColumns(op.link)
   return {
-    text: `delete from ${op.link.quotedTable} as j where ${matches(`j.${op.side === 'owner' ? c.own : c.target}`, op.rows)}`,
+    text: deleteLinksInKeyOrder(op.link, `${op.link.quotedTable} as j where ${matches(`j.${op.side === 'owner' ? c.own : c.target}`, op.rows)}`),
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }
@@ -371,8 +386,9 @@ function renderUnlinkCycle(op: UnlinkCycleOp) {
   const e = op.rows.entity
   const where = op.rows.kind === 'children' ? matches(`t.${op.rows.field.quoted}`, op.rows.parent) : matches(`t.${e.id.quoted}`, op.rows)
   const sets = op.fields.map((f) => `${f.quoted} = null`).join(', ')
+  const found = `${where} and (${op.fields.map((f) => `t.${f.quoted} is not null`).join(' or ')})`
   return {
-    text: `update ${e.quotedTable} as t set ${sets} where ${where} and (${op.fields.map((f) => `t.${f.quoted} is not null`).join(' or ')})`,
+    text: `with d as (${foundInIdOrder(e, found, 'no key update')}) update ${e.quotedTable} as t set ${sets} from d where t.${e.id.quoted} = d.k`,
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }

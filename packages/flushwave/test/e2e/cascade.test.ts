@@ -64,7 +64,9 @@ describe('cascades in the unit of work', () => {
       // the ids they deleted: the identity map follows them exactly.
       'with d as (select t."id" as k from "review" as t where t."book_id" in (select c1."id" from "book" as c1 where c1."author_id" = any($1::int8[])) order by t."id" for update of t) ' +
         'delete from "review" as t using d where t."id" = d.k returning t."id"::text',
-      'delete from "book_tag" as j where j."book_id" in (select c1."id" from "book" as c1 where c1."author_id" = any($1::int8[]))',
+      // Links too, in key order.
+      'with d as (select j."book_id" as o, j."tag_id" as t from "book_tag" as j where j."book_id" in (select c1."id" from "book" as c1 where c1."author_id" = any($1::int8[])) order by 1, 2 for update of j) ' +
+        'delete from "book_tag" as j using d where j."book_id" = d.o and j."tag_id" = d.t',
       'with d as (select t."id" as k from "book" as t where t."author_id" = any($1::int8[]) order by t."id" for update of t) delete from "book" as t using d where t."id" = d.k returning t."id"::text',
       // One row: a scalar bind, no array.
       'delete from "author" where "id" = $1::int8',

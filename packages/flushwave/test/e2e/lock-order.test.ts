@@ -20,8 +20,14 @@ const schema = defineSchema({
   Part: entity('part', { id: t.id(), n: t.integer(), holder: t.manyToOne('Holder').onDelete('cascade') }),
   Loose: entity('loose', { id: t.id(), n: t.integer(), holder: t.manyToOne('Holder').nullable().onDelete('set null') }),
   Node: entity('node', { id: t.id(), n: t.integer(), parent: t.manyToOne('Node').nullable().onDelete('cascade') }),
+  // Links of a removed row, or links removed one by one: join-table rows, locked in key order.
+  Box: entity('box', { id: t.id(), items: t.manyToMany('Item', { table: 'box_item' }) }),
+  Item: entity('item', { id: t.id() }),
+  // A cycle of references, broken at Left.right: removed rows let go of it first (an update).
+  Left: entity('left_end', { id: t.id(), n: t.integer(), right: t.manyToOne('Right').nullable() }),
+  Right: entity('right_end', { id: t.id(), left: t.manyToOne('Left').nullable() }),
 })
-type Table = 'slot' | 'guarded' | 'part' | 'loose' | 'node'
+type Table = 'slot' | 'guarded' | 'part' | 'loose' | 'node' | 'left_end'
 type D = typeof schema.defs
 
 describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor) => {
@@ -37,7 +43,7 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
   const ROWS = 40
   const ids = Array.from({ length: ROWS }, (_, i) => ROWS - i)
   beforeEach(async () => {
-    await db.sql`truncate slot, guarded, part, loose, node, holder`
+    await db.sql`truncate slot, guarded, part, loose, node, holder, box_item, box, item, left_end, right_end`
     for (const table of ['slot', 'guarded']) {
       await db.sql.unsafe(`insert into ${table} (id, n) overriding system value select i, 0 from unnest($1::int8[]) as i`, [ids])
     }
@@ -46,6 +52,11 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
     for (const [table, column, parent] of [['part', 'holder_id', 1], ['loose', 'holder_id', 1], ['node', 'parent_id', 100]] as const) {
       await db.sql.unsafe(`insert into ${table} (id, n, ${column}) overriding system value select i, 0, ${parent} from unnest($1::int8[]) as i`, [ids])
     }
+    await db.sql`insert into box (id) overriding system value values (1)`
+    await db.sql.unsafe(`insert into item (id) overriding system value select i from unnest($1::int8[]) as i`, [ids])
+    await db.sql.unsafe(`insert into box_item (box_id, item_id) select 1, i from unnest($1::int8[]) as i`, [ids])
+    await db.sql`insert into right_end (id) overriding system value values (1)`
+    await db.sql.unsafe(`insert into left_end (id, n, right_id) overriding system value select i, 0, 1 from unnest($1::int8[]) as i`, [ids])
   })
 
   /**
@@ -54,19 +65,20 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
    * so the other transaction gets row 2 at once and commits; one that locked the rows in heap order
    * holds row 2 already and deadlocks with it.
    */
-  async function againstReverseLocker(table: Table, change: (em: EntityManager<D>) => Promise<void>) {
+  async function againstReverseLocker(table: Table | typeof link, change: (em: EntityManager<D>) => Promise<void>) {
+    const lock = (k: number) => (table === link ? `select from box_item where box_id = 1 and item_id = ${k} for update` : `update ${table} set n = n + 100 where id = ${k}`)
     const other = await db.sql.reserve()
     try {
       await other`set lock_timeout = '5s'`
       await other`begin`
-      await other.unsafe(`update ${table} set n = n + 100 where id = 1`)
+      await other.unsafe(lock(1))
       const em = db.orm.em()
       const flushed = change(em).then(
         () => 'committed',
         (error: unknown) => error,
       )
       await waitForLockWait()
-      const second = await other.unsafe(`update ${table} set n = n + 100 where id = 2`).then(
+      const second = await other.unsafe(lock(2)).then(
         () => 'locked',
         (error: { code?: string }) => `failed: ${error.code ?? String(error)}`,
       )
@@ -77,6 +89,9 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
       other.release()
     }
   }
+
+  /** The join table box_item, whose rows the other transaction locks by key (box 1, item k). */
+  const link = 'box_item'
 
   /** Until some session waits on a row lock (the flush, behind the other transaction). */
   async function waitForLockWait() {
@@ -155,5 +170,30 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
       await em.flush()
     })
     expect(await db.sql`select count(*)::int as n from node`).toEqual([{ n: 0 }])
+  })
+
+  it('links removed one by one', async () => {
+    await againstReverseLocker(link, async (em) => {
+      const box = await em.load('Box', 1)
+      for (const item of await em.find('Item', {})) box.items.remove(item)
+      await em.flush()
+    })
+    expect(await db.sql`select count(*)::int as n from box_item`).toEqual([{ n: 0 }])
+  })
+
+  it('the links of a removed row', async () => {
+    await againstReverseLocker(link, async (em) => {
+      em.remove(await em.load('Box', 1))
+      await em.flush()
+    })
+    expect(await db.sql`select count(*)::int as n from box_item`).toEqual([{ n: 0 }])
+  })
+
+  it('removed rows letting go of a reference that closes a cycle', async () => {
+    await againstReverseLocker('left_end', async (em) => {
+      for (const l of await em.find('Left', {})) em.remove(l)
+      await em.flush()
+    })
+    expect(await db.sql`select count(*)::int as n from left_end`).toEqual([{ n: 0 }])
   })
 })

@@ -138,6 +138,17 @@ describe('write statements', () => {
     const linkInsert = renderPlan(plan)[0]![2]!
     expect(linkInsert.text).toBe('insert into "book_tag" ("book_id", "tag_id") select * from unnest($1::int8[], $2::int8[]) on conflict do nothing')
     expect(linkInsert.params).toEqual(['{2}', '{5}'])
+    // Link deletes lock the join-table rows in key order first, as multi-row deletes lock in id order.
+    const [linkDelete, linkPurge] = renderPlan(plan)[0]!.slice(4, 6)
+    expect(linkDelete!.text).toBe(
+      'with d as (select j."book_id" as o, j."tag_id" as t from "book_tag" as j join unnest($1::int8[], $2::int8[]) as a(o, t) on j."book_id" = a.o and j."tag_id" = a.t order by 1, 2 for update of j) ' +
+        'delete from "book_tag" as j using d where j."book_id" = d.o and j."tag_id" = d.t',
+    )
+    expect(linkDelete!.params).toEqual(['{3}', '{5}'])
+    expect(linkPurge!.text).toBe(
+      'with d as (select j."book_id" as o, j."tag_id" as t from "book_tag" as j where j."book_id" = any($1::int8[]) order by 1, 2 for update of j) ' +
+        'delete from "book_tag" as j using d where j."book_id" = d.o and j."tag_id" = d.t',
+    )
   })
 
   it('insert links without a conflict clause only when every link has a new end', () => {
