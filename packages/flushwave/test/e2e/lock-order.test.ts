@@ -132,28 +132,29 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
     expect(await db.sql`select id::int, n, version from guarded order by id`).toEqual(rows(7, { version: 2 }))
   })
 
-  it('a delete of several rows', async () => {
-    await againstReverseLocker('slot', async (em) => {
-      for (const s of await loadAll(em, 'Slot')) em.remove(s)
+  /** Writes that empty a table (every row gone): which table the other transaction locks, and the change. */
+  const emptying: [name: string, locked: Table | typeof link, change: (em: EntityManager<D>) => Promise<void>][] = [
+    ['a delete of several rows', 'slot', async (em) => (await loadAll(em, 'Slot')).forEach((s) => em.remove(s))],
+    ['a versioned delete of several rows', 'guarded', async (em) => (await loadAll(em, 'Guarded')).forEach((g) => em.remove(g))],
+    ['a cascade that deletes the rows referring to a removed one', 'part', async (em) => em.remove(await em.load('Holder', 1))],
+    ['a tree deleted below a removed node', 'node', async (em) => em.remove(await em.load('Node', 100))],
+    [
+      'links removed one by one',
+      link,
+      async (em) => {
+        const box = await em.load('Box', 1)
+        for (const item of await em.find('Item', {})) box.items.remove(item)
+      },
+    ],
+    ['the links of a removed row', link, async (em) => em.remove(await em.load('Box', 1))],
+    ['removed rows letting go of a reference that closes a cycle', 'left_end', async (em) => (await em.find('Left', {})).forEach((l) => em.remove(l))],
+  ]
+  it.each(emptying)('%s', async (_, locked, change) => {
+    await againstReverseLocker(locked, async (em) => {
+      await change(em)
       await em.flush()
     })
-    expect(await db.sql`select count(*)::int as n from slot`).toEqual([{ n: 0 }])
-  })
-
-  it('a versioned delete of several rows', async () => {
-    await againstReverseLocker('guarded', async (em) => {
-      for (const g of await loadAll(em, 'Guarded')) em.remove(g)
-      await em.flush()
-    })
-    expect(await db.sql`select count(*)::int as n from guarded`).toEqual([{ n: 0 }])
-  })
-
-  it('a cascade that deletes the rows referring to a removed one', async () => {
-    await againstReverseLocker('part', async (em) => {
-      em.remove(await em.load('Holder', 1))
-      await em.flush()
-    })
-    expect(await db.sql`select count(*)::int as n from part`).toEqual([{ n: 0 }])
+    expect(await db.sql.unsafe(`select count(*)::int as n from ${locked}`)).toEqual([{ n: 0 }])
   })
 
   it('a cascade that sets references to a removed row to null', async () => {
@@ -162,38 +163,5 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
       await em.flush()
     })
     expect(await db.sql`select count(*)::int as n from loose where holder_id is null`).toEqual([{ n: ROWS }])
-  })
-
-  it('a tree deleted below a removed node', async () => {
-    await againstReverseLocker('node', async (em) => {
-      em.remove(await em.load('Node', 100))
-      await em.flush()
-    })
-    expect(await db.sql`select count(*)::int as n from node`).toEqual([{ n: 0 }])
-  })
-
-  it('links removed one by one', async () => {
-    await againstReverseLocker(link, async (em) => {
-      const box = await em.load('Box', 1)
-      for (const item of await em.find('Item', {})) box.items.remove(item)
-      await em.flush()
-    })
-    expect(await db.sql`select count(*)::int as n from box_item`).toEqual([{ n: 0 }])
-  })
-
-  it('the links of a removed row', async () => {
-    await againstReverseLocker(link, async (em) => {
-      em.remove(await em.load('Box', 1))
-      await em.flush()
-    })
-    expect(await db.sql`select count(*)::int as n from box_item`).toEqual([{ n: 0 }])
-  })
-
-  it('removed rows letting go of a reference that closes a cycle', async () => {
-    await againstReverseLocker('left_end', async (em) => {
-      for (const l of await em.find('Left', {})) em.remove(l)
-      await em.flush()
-    })
-    expect(await db.sql`select count(*)::int as n from left_end`).toEqual([{ n: 0 }])
   })
 })
