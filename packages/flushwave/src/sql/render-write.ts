@@ -3,7 +3,7 @@ import type { Plan } from '../plan/plan.js'
 import type { UpsertSpec } from '../plan/changes.js'
 import { counterFields } from '../schema/counters.js'
 import { treeFields } from '../schema/self-references.js'
-import type { EntityMeta, FieldMeta } from '../schema/meta.js'
+import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
 import { quoteIdent } from './quote.js'
 import type { WriteStatement } from './statement.js'
@@ -208,6 +208,11 @@ function deleteFound(e: EntityMeta, condition: string): string {
   return `with d as (${foundInIdOrder(e, condition, 'update')}) delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k returning t.${e.id.quoted}::text`
 }
 
+/** Sets `sets` (no key column) on the rows `condition` selects, locked in id order first. */
+function updateFound(e: EntityMeta, condition: string, sets: string): string {
+  return `with d as (${foundInIdOrder(e, condition, 'no key update')}) update ${e.quotedTable} as t set ${sets} from d where t.${e.id.quoted} = d.k`
+}
+
 function updateOneText(e: EntityMeta): string {
   const sets: string[] = []
   let n = 1
@@ -337,7 +342,7 @@ function renderLinkInsert(op: LinkInsertOp) {
  * flushes that unlink or purge shared links would otherwise lock them in heap order and could
  * deadlock.
  */
-function deleteLinksInKeyOrder(link: LinkDeleteOp['link'], found: string): string {
+function deleteLinksInKeyOrder(link: ManyToManyMeta, found: string): string {
   const c = linkColumns(link)
   return (
     `with d as (select j.${c.own} as o, j.${c.target} as t from ${found} order by 1, 2 for update of j) ` +
@@ -375,9 +380,7 @@ function renderCascadeDelete(op: CascadeDeleteOp) {
 function renderCascadeNull(op: CascadeNullOp) {
   const { entity, field, parent } = op.rows
   return {
-    text:
-      `with d as (${foundInIdOrder(entity, matches(`t.${field.quoted}`, parent), 'no key update')}) ` +
-      `update ${entity.quotedTable} as t set ${field.quoted} = null from d where t.${entity.id.quoted} = d.k returning t.${entity.id.quoted}::text`,
+    text: `${updateFound(entity, matches(`t.${field.quoted}`, parent), `${field.quoted} = null`)} returning t.${entity.id.quoted}::text`,
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }
@@ -388,7 +391,7 @@ function renderUnlinkCycle(op: UnlinkCycleOp) {
   const sets = op.fields.map((f) => `${f.quoted} = null`).join(', ')
   const found = `${where} and (${op.fields.map((f) => `t.${f.quoted} is not null`).join(' or ')})`
   return {
-    text: `with d as (${foundInIdOrder(e, found, 'no key update')}) update ${e.quotedTable} as t set ${sets} from d where t.${e.id.quoted} = d.k`,
+    text: updateFound(e, found, sets),
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }

@@ -99,8 +99,8 @@ export class IdPool {
   private refillWith: FetchIds | undefined
   private readonly blockSize: number
   /**
-   * How long a fetch takes, in ms: the longest lately (each new one counts fully, older ones fade by
-   * half per fetch). A refill must start while the spare ids last that long at the rate they go.
+   * How long a fetch takes, in ms: a running mean in which each new fetch weighs half and older ones
+   * fade by half per fetch. A refill must start while the spare ids last that long at the rate they go.
    */
   private fetchMs = 0
 
@@ -242,8 +242,7 @@ export class IdPool {
     table.takenSinceFetch = 0
     table.lastSpare = spare
     table.largestTake = 0
-    table.flowTaken = 0
-    table.flowSince = performance.now()
+    restartFlow(table, performance.now())
   }
 
   /**
@@ -314,7 +313,7 @@ export class IdPool {
       for (const meta of waiter.counts.keys()) served.add(meta)
     }
     const now = performance.now()
-    for (const meta of served) Object.assign(this.table(meta), { flowTaken: 0, flowSince: now })
+    for (const meta of served) restartFlow(this.table(meta), now)
   }
 
   /**
@@ -351,4 +350,10 @@ export class IdPool {
     if (table === undefined) this.tables.set(meta, (table = { ranges: new IdRanges(), takenSinceFetch: 0, lastSpare: 0, largestTake: 0, pooled: false, flowTaken: 0, flowSince: 0 }))
     return table
   }
+}
+
+/** The rate a table's ids go at counts afresh from `now` (see TableIds.flowTaken). */
+function restartFlow(table: TableIds, now: number): void {
+  table.flowTaken = 0
+  table.flowSince = now
 }
