@@ -23,6 +23,8 @@ export function allShapes(schema: Schema): Statement[] {
     if (writesOneRow(op)) add(nulls(renderOp(op)))
     // Links to a new row go without the conflict clause.
     if (op.kind === 'link-insert') add(renderOp(empty({ ...op, mayExist: false })))
+    // Rows that share their timestamps send each once (render-write.ts, sharedDecoded).
+    if ((op.kind === 'insert' || op.kind === 'update') && op.entity.fields.some((f) => f.type.wire && !f.version)) add(renderOp(empty(op), 'shared'))
   }
   const order = schema.insertOrder
   for (const entity of order) {

@@ -95,4 +95,34 @@ describe('column types', () => {
     const updated = await read()
     expect(rows.map((r) => updated.get(r.id))).toEqual(times.map((_, i) => times[(i + 1) % times.length]))
   })
+
+  it('stores a time shared by every row of a statement exactly, sent once, on insert and on update', async () => {
+    const read = async (ids: number[]) =>
+      (await db.sql`select to_json(at) #>> '{}' as at from sample where id = any(${ids}::int8[]) order by id`).map((r) => (r.at === null ? null : new Date(r.at as string).getTime()))
+    const timeParams = () => db.writes().flatMap((q) => (q.text.includes('"at"') ? [q.params[q.text.startsWith('insert') ? 6 : 11]] : []))
+    for (const time of [new Date('0001-01-01T00:00:00.000Z').getTime(), -1001, 0, 1_795_372_200_123, new Date('9999-12-31T23:59:59.999Z').getTime()]) {
+      const em = db.orm.em()
+      db.queries.length = 0
+      // Distinct Date objects, one time: the insert sends it once, as a scalar.
+      const rows = [1, 2, 3].map(() => em.create('Sample', { at: new Date(time), text: 'shared' }))
+      await em.flush()
+      expect(timeParams()).toEqual([String(time)])
+      expect(await read(rows.map((r) => r.id))).toEqual([time, time, time])
+      // Rows without a time share a null.
+      db.queries.length = 0
+      const unset = [1, 2].map(() => em.create('Sample', { text: 'no time' }))
+      await em.flush()
+      expect(timeParams()).toEqual([null])
+      expect(await read(unset.map((r) => r.id))).toEqual([null, null])
+      // An update where two rows set one time and a third changes only its text: the third keeps its time.
+      db.queries.length = 0
+      const later = time === 253_402_300_799_999 ? time - 7 : time + 7
+      rows[0]!.at = new Date(later)
+      rows[1]!.at = new Date(later)
+      rows[2]!.text = 'changed'
+      await em.flush()
+      expect(timeParams()).toEqual([String(later)])
+      expect(await read(rows.map((r) => r.id))).toEqual([later, later, time])
+    }
+  })
 })

@@ -45,17 +45,26 @@ describe('write statements', () => {
     expect(one!.params).toEqual(['1', 'a'])
   })
 
-  it('render an insert whose Dates travel as epoch milliseconds, decoded by name', () => {
-    const at = new Date('2026-11-22T18:30:00.123Z')
-    const row = (id: string) => ({ entity: Author, id, values: ['Ann', null, '0', String(at.getTime())] })
-    const [statement, one] = [[row('7'), row('8')], [row('7')]].map((inserts) => renderPlan(planFlush({ ...empty, inserts: insertsOf(inserts) }, bookstore.insertOrder))[0]![0]!)
+  it('render an insert whose Dates travel as epoch milliseconds, decoded by name, once when the rows share one', () => {
+    const at = new Date('2026-11-22T18:30:00.123Z').getTime()
+    const row = (id: string, time: number) => ({ entity: Author, id, values: ['Ann', null, '0', String(time)] })
+    const [differ, share, one] = [[row('7', at), row('8', at + 1)], [row('7', at), row('8', at)], [row('7', at)]].map(
+      (inserts) => renderPlan(planFlush({ ...empty, inserts: insertsOf(inserts) }, bookstore.insertOrder))[0]![0]!,
+    )
     const decode = (x: string) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`
-    expect(statement!.text).toBe(
+    expect(differ!.text).toBe(
       'insert into "author" ("id", "name", "email", "rating", "created_at") ' +
         `select d.c0, d.c1, d.c2, d.c3, ${decode('d.c4')} ` +
         'from unnest($1::int8[], $2::text[], $3::text[], $4::numeric[], $5::int8[]) as d(c0, c1, c2, c3, c4)',
     )
-    expect(statement!.params).toEqual(['{7,8}', '{"Ann","Ann"}', '{NULL,NULL}', '{"0","0"}', '{1795372200123,1795372200123}'])
+    expect(differ!.params).toEqual(['{7,8}', '{"Ann","Ann"}', '{NULL,NULL}', '{"0","0"}', '{1795372200123,1795372200124}'])
+    // One time for every row: sent once, decoded once by a subquery, not unnested.
+    expect(share!.text).toBe(
+      'insert into "author" ("id", "name", "email", "rating", "created_at") ' +
+        `select d.c0, d.c1, d.c2, d.c3, (select ${decode('$5::int8')}) ` +
+        'from unnest($1::int8[], $2::text[], $3::text[], $4::numeric[]) as d(c0, c1, c2, c3)',
+    )
+    expect(share!.params).toEqual(['{7,8}', '{"Ann","Ann"}', '{NULL,NULL}', '{"0","0"}', '1795372200123'])
     expect(one!.text).toBe(
       'insert into "author" ("id", "name", "email", "rating", "created_at") ' +
         `select $1::int8, $2::text, $3::text, $4::numeric, ${decode('$5::int8')} where $1::int8 is not null`,
@@ -89,17 +98,39 @@ describe('write statements', () => {
     )[0]![0]!
     expect(statement.text).toBe(
       // The rows are locked in id order first (see the lock order tests below).
-      'with d as (select a.* from unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $8::int8[], $9::bool[]) ' +
-        'as a(k, v1, s1, v2, s2, v3, s3, v4, s4) join "author" as x on x."id" = a.k order by a.k for no key update of x) ' +
+      'with d as (select a.* from unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $9::bool[]) ' +
+        'as a(k, v1, s1, v2, s2, v3, s3, s4) join "author" as x on x."id" = a.k order by a.k for no key update of x) ' +
         'update "author" as t set ' +
         '"name" = case when d.s1 then d.v1 else t."name" end, ' +
         '"email" = case when d.s2 then d.v2 else t."email" end, ' +
         '"rating" = case when d.s3 then d.v3 else t."rating" end, ' +
-        // Dates travel as epoch milliseconds and are decoded exactly on the server.
-        `"created_at" = case when d.s4 then (timestamptz 'epoch' + (d.v4 / 1000) * interval '1 second' + (d.v4 % 1000) * interval '1 millisecond') else t."created_at" end ` +
+        // Dates travel as epoch milliseconds, decoded exactly on the server; as no row sets this
+        // one, the rows share it (null) and it goes as one scalar (see the next test).
+        `"created_at" = case when d.s4 then (select (timestamptz 'epoch' + ($8::int8 / 1000) * interval '1 second' + ($8::int8 % 1000) * interval '1 millisecond')) else t."created_at" end ` +
         'from d where t."id" = d.k',
     )
-    expect(statement.params).toEqual(['{7,8}', '{"Ann",NULL}', '{t,f}', '{NULL,NULL}', '{f,t}', '{NULL,NULL}', '{f,f}', '{NULL,NULL}', '{f,f}'])
+    expect(statement.params).toEqual(['{7,8}', '{"Ann",NULL}', '{t,f}', '{NULL,NULL}', '{f,t}', '{NULL,NULL}', '{f,f}', null, '{f,f}'])
+  })
+
+  it('render an update whose rows set one Date once, and whose rows set different Dates as an array', () => {
+    const update = (times: (number | undefined)[]) =>
+      renderPlan(
+        planFlush(
+          { ...empty, updates: times.map((time, i) => ({ entity: Author, id: String(7 + i), changed: new Map<number, string | null>(time === undefined ? [[0, 'Ann']] : [[3, String(time)]]) })) },
+          bookstore.insertOrder,
+        ),
+      )[0]![0]!
+    const decode = (x: string) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`
+    const at = 1_795_372_200_123
+    // Rows that don't set created_at don't count: the two that do share a time.
+    const shared = update([at, undefined, at])
+    expect(shared.text).toContain('unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $9::bool[]) as a(k, v1, s1, v2, s2, v3, s3, s4)')
+    expect(shared.text).toContain(`"created_at" = case when d.s4 then (select ${decode('$8::int8')}) else t."created_at" end`)
+    expect(shared.params.slice(7)).toEqual(['1795372200123', '{t,f,t}'])
+    const differ = update([at, at + 1])
+    expect(differ.text).toContain('$8::int8[], $9::bool[]) as a(k, v1, s1, v2, s2, v3, s3, v4, s4)')
+    expect(differ.text).toContain(`"created_at" = case when d.s4 then ${decode('d.v4')} else t."created_at" end`)
+    expect(differ.params.slice(7)).toEqual(['{1795372200123,1795372200124}', '{t,t}'])
   })
 
   it('order inserts parents first, then links, updates, link deletes, and deletes children first', () => {
