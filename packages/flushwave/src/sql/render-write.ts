@@ -27,10 +27,8 @@ export function renderOp(op: Op, form: 'rows' | 'shared' = 'rows'): WriteStateme
   switch (op.kind) {
     case 'insert':
       return { op, ...renderInsert(op, form === 'shared' ? nothingShared(op.entity) : sharedDecoded(op.entity, op.ids.length, (i) => op.columns[i]!)) }
-    case 'update': {
-      const shared = form === 'shared' ? nothingShared(op.entity) : sharedDecoded(op.entity, op.ids.length, (i) => op.columns[i]!.values, (i) => op.columns[i]!.set)
-      return { op, ...renderUpdate(op, shared) }
-    }
+    case 'update':
+      return { op, ...renderUpdate(op, form === 'shared' ? nothingShared(op.entity) : sharedDecoded(op.entity, op.ids.length, (i) => op.columns[i]!.values, (i) => op.columns[i]!.set)) }
     case 'delete':
       return { op, ...renderDelete(op) }
     case 'link-insert':
@@ -82,13 +80,16 @@ function sharedDecoded(e: EntityMeta, rows: number, values: (field: number) => r
   if (rows === 0) return undefined
   let shared: Text[] | undefined
   for (let i = 0; i < e.fields.length; i++) {
-    if (!e.fields[i]!.type.wire || e.fields[i]!.version) continue
+    if (!isDecoded(e.fields[i]!)) continue
     const value = sharedValue(values(i), set?.(i))
     if (value === undefined) return undefined
     ;(shared ??= [])[i] = value
   }
   return shared
 }
+
+/** Whether the server decodes the field's values (ColumnType.wire), which makes it one sharedDecoded looks at. */
+export const isDecoded = (f: FieldMeta): boolean => f.type.wire !== undefined && !f.version
 
 /** The shared form with nothing in it, for warm-ups (renderOp). */
 const nothingShared = (e: EntityMeta): Text[] => e.fields.map(() => null)
@@ -106,7 +107,7 @@ function sharedValue(values: readonly Text[], set: readonly boolean[] | undefine
 }
 
 /** Whether field `f` goes as one shared value (sharedDecoded) rather than an array. */
-const sharedField = (f: FieldMeta, shared: readonly Text[] | undefined): boolean => shared !== undefined && f.type.wire !== undefined
+const sharedField = (f: FieldMeta, shared: readonly Text[] | undefined): boolean => shared !== undefined && isDecoded(f)
 
 function renderInsert(op: InsertOp, shared: readonly Text[] | undefined) {
   const e = op.entity
@@ -132,14 +133,12 @@ function insertOneText(e: EntityMeta): string {
 
 /** Field i's parameter is $(i + 2); in the shared form, a decoded field's is a scalar, read once (sharedDecoded). */
 function unnestSelect(e: EntityMeta, shared: boolean): string {
-  if (!e.fields.some((f) => f.type.wire)) return `select * from unnest(${[`$1::${e.id.type.sqlType}[]`, ...e.fields.map((f, i) => `$${i + 2}::${wireType(f)}[]`)].join(', ')})`
-  // Columns that travel in another type are decoded by name; the rest pass through.
   const arrays = [`$1::${e.id.type.sqlType}[]`]
   const names = ['c0']
   const values = ['d.c0']
   e.fields.forEach((f, i) => {
     const param = `$${i + 2}::${wireType(f)}`
-    if (shared && f.type.wire) {
+    if (shared && isDecoded(f)) {
       values.push(`(select ${decoded(f, param)})`)
     } else {
       arrays.push(`${param}[]`)
@@ -147,6 +146,8 @@ function unnestSelect(e: EntityMeta, shared: boolean): string {
       values.push(decoded(f, `d.c${i + 1}`))
     }
   })
+  // Columns that travel in another type are decoded by name; without any, the rows pass through.
+  if (!e.fields.some((f) => f.type.wire)) return `select * from unnest(${arrays.join(', ')})`
   return `select ${values.join(', ')} from unnest(${arrays.join(', ')}) as d(${names.join(', ')})`
 }
 

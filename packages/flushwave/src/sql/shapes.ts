@@ -5,7 +5,7 @@ import { counterFields } from '../schema/counters.js'
 import type { Schema } from '../schema/define.js'
 import { renderNextIds } from './render-ids.js'
 import { renderLoadByIds, renderLoadByReference, renderLoadLinks } from './render-select.js'
-import { renderOp, writesOneRow } from './render-write.js'
+import { isDecoded, renderOp, writesOneRow } from './render-write.js'
 import type { Statement } from './statement.js'
 
 /**
@@ -24,7 +24,7 @@ export function allShapes(schema: Schema): Statement[] {
     // Links to a new row go without the conflict clause.
     if (op.kind === 'link-insert') add(renderOp(empty({ ...op, mayExist: false })))
     // Rows that share their timestamps send each once (render-write.ts, sharedDecoded).
-    if ((op.kind === 'insert' || op.kind === 'update') && op.entity.fields.some((f) => f.type.wire && !f.version)) add(renderOp(empty(op), 'shared'))
+    if ((op.kind === 'insert' || op.kind === 'update') && op.entity.fields.some(isDecoded)) add(renderOp(empty(op), 'shared'))
   }
   const order = schema.insertOrder
   for (const entity of order) {
