@@ -12,6 +12,11 @@ export interface DefaultSpec {
   readonly make: () => unknown
   /** DEFAULT clause for emitted DDL, when the default can be written in SQL. */
   readonly sql: string | undefined
+  /**
+   * The client's clock at create (`defaultNow()`): a new entity holds just the time, in ms, and
+   * makes the Date when it is first read (see EntityState.values).
+   */
+  readonly clock?: true
 }
 
 export interface ColumnSpec {
@@ -137,7 +142,7 @@ export class Column<T, N extends boolean = false, D extends boolean = false, C e
 export class Timestamp<N extends boolean = false, D extends boolean = false> extends Column<Date, N, D> {
   /** Defaults to the client's clock at create time, and to `now()` in emitted DDL. */
   defaultNow(): Column<Date, N, true> {
-    return new Column({ ...this.spec, default: { make: () => new Date(), sql: 'now()' } })
+    return new Column({ ...this.spec, default: { make: () => new Date(), sql: 'now()', clock: true } })
   }
 }
 

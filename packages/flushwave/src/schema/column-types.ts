@@ -25,6 +25,12 @@ export interface ColumnType<T> {
    * deltas, so that several increments of one property before a flush travel as one.
    */
   readonly add?: (a: T, b: T) => T
+  /**
+   * Set on timestamptz: an entity may hold a value of this type as its epoch milliseconds (a
+   * number) until user code first reads it (see EntityState.values). `toText` and `wire.encode`
+   * take that form too.
+   */
+  readonly fromTime?: (ms: number) => T
 }
 
 export interface Wire<T> {
@@ -34,7 +40,7 @@ export interface Wire<T> {
   decode(expr: string): string
 }
 
-/** A value's text as flushes send it and snapshots hold it. */
+/** A value's text as flushes send it and snapshots hold it (a time not yet made a Date too: see `fromTime`). */
 export function writeText<T>(type: ColumnType<T>, value: T): string {
   return type.wire ? type.wire.encode(value) : type.toText(value)
 }
@@ -159,14 +165,17 @@ export const boolean: ColumnType<boolean> = {
   selectExpr: plain,
 }
 
-/** A Date's text by its time, remembering the last one: entities created together mostly share a millisecond. */
-function lastFormatted(format: (date: Date) => string): (date: Date) => string {
+/**
+ * A Date's text by its time, remembering the last one: entities created together mostly share a
+ * millisecond. Takes the time alone as well (see ColumnType.fromTime).
+ */
+function lastFormatted(format: (time: number) => string): (date: Date | number) => string {
   let lastTime = NaN
   let lastText = ''
   return (date) => {
-    const time = date.getTime()
+    const time = typeof date === 'number' ? date : date.getTime()
     if (time !== lastTime) {
-      lastText = format(date)
+      lastText = format(time)
       lastTime = time
     }
     return lastText
@@ -180,7 +189,7 @@ function lastFormatted(format: (date: Date) => string): (date: Date) => string {
  */
 const epochMilliseconds: Wire<Date> = {
   sqlType: 'int8',
-  encode: lastFormatted((v) => String(v.getTime())),
+  encode: lastFormatted((time) => String(time)),
   decode: (x) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`,
 }
 
@@ -192,8 +201,9 @@ export const timestamptz: ColumnType<Date> = {
     const time = v.getTime()
     return time >= TIMESTAMP_MIN && time <= TIMESTAMP_MAX ? undefined : 'expected a Date from year 1 to 9999 (UTC)'
   },
-  toText: lastFormatted((v) => v.toISOString()),
+  toText: lastFormatted((time) => new Date(time).toISOString()),
   fromDb: (raw) => (raw instanceof Date ? raw : new Date(String(raw))),
+  fromTime: (ms) => new Date(ms),
   wire: epochMilliseconds,
   // JSON output of timestamptz is ISO 8601 whatever the session's DateStyle.
   selectExpr: (c) => `to_json(${c}) #>> '{}'`,

@@ -69,7 +69,7 @@ function classFor(meta: EntityMeta): EntityClass {
         ? function (this: HasState) {
             const state = this[STATE]
             if (!(field.prop in state.values)) throw notLoaded(state, field)
-            const value = state.values[field.prop]
+            const value = readValue(state, field)
             if (!state.watched && typeof value === 'object' && value !== null) (state.owner as CollectionFactory).watch(this)
             return value
           }
@@ -128,6 +128,22 @@ export function writable(state: EntityState): void {
   }
 }
 
+/**
+ * A field's value as user code is to see it: a time held as a number (see EntityState.values)
+ * becomes the Date it stands for, kept from then on, since whoever reads it may change it in place.
+ */
+export function readValue(state: EntityState, field: FieldMeta): unknown {
+  const value = state.values[field.prop]
+  if (typeof value !== 'number' || field.type.fromTime === undefined) return value
+  return (state.values[field.prop] = field.type.fromTime(value))
+}
+
+/** Makes Dates of every time the entity holds as a number (see readValue). */
+export function readAllValues(state: EntityState): void {
+  const fields = state.meta.fields
+  for (let i = 0; i < fields.length; i++) if (fields[i]!.type.fromTime !== undefined) readValue(state, fields[i]!)
+}
+
 /** A Date or JSON object of a column: whoever holds it can change it in place, without a setter (see EntityState.watched). */
 export function changeableInPlace(field: FieldMeta, value: unknown): boolean {
   return !field.ref && field.type.mutable === true && typeof value === 'object' && value !== null
@@ -176,7 +192,7 @@ function toJSON(this: HasState): Record<string, unknown> {
   let handsOut = false
   for (const field of state.meta.fields) {
     if (!(field.prop in state.values)) continue
-    const value = state.values[field.prop]
+    const value = readValue(state, field)
     if (field.ref) out[field.prop] = value !== null ? stateOf(value as object)?.id : value
     else {
       out[field.prop] = value

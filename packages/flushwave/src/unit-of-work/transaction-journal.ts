@@ -3,6 +3,7 @@ import { STATE, type EntityState, type HasState } from './entity-state.js'
 import type { IdentityMap } from './identity-map.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { forgetCounters } from './counters.js'
+import { readAllValues } from './entity-class.js'
 import { OneToManyCollection } from './one-to-many.js'
 
 /** An entity as it was before `em.transaction()` first changed it. */
@@ -46,6 +47,9 @@ export class TransactionJournal {
   save(entity: HasState): void {
     if (this.saved.has(entity)) return
     const s = entity[STATE]
+    // Times held as numbers become Dates now, shared by both copies: one read inside and changed
+    // in place stays the entity's after a rollback, as any Date would.
+    readAllValues(s)
     const collections = new Map<unknown, SavedCollection>()
     for (const c of s.collections?.values() ?? []) {
       if (c instanceof OneToManyCollection) collections.set(c, { kind: 'one-to-many', loaded: c.loaded })

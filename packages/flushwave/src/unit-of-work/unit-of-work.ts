@@ -66,7 +66,11 @@ export class UnitOfWork implements CollectionFactory {
       if (field.version && field.prop in data) throw new InvalidValueError(meta.name, field.prop, data[field.prop], 'is the optimistic-lock version and starts at 1')
       const given = data[field.prop]
       if (given !== undefined) value = given
-      else if (field.default) value = field.default.make()
+      else if (field.default?.clock) {
+        // Held as its time until read (see EntityState.values): a clock reading needs no check.
+        state.values[field.prop] = Date.now()
+        continue
+      } else if (field.default) value = field.default.make()
       else if (field.nullable) value = null
       else if (field.ref?.deferrable) continue // checked at COMMIT: set it any time before the flush
       else throw new InvalidValueError(meta.name, field.prop, data[field.prop], 'is required')

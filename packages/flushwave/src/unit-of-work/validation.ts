@@ -1,7 +1,7 @@
 import { ValidationError, type ValidationFailure } from '../errors.js'
 import { isChanged, isDirty } from './dirty.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
-import { changeableInPlace, type CollectionFactory } from './entity-class.js'
+import { changeableInPlace, readValue, type CollectionFactory } from './entity-class.js'
 import { label, STATE, type HasState } from './entity-state.js'
 
 type Validate = (entity: HasState) => string | readonly string[] | undefined
@@ -26,7 +26,7 @@ export function validate(entities: readonly HasState[], entityRule: (name: strin
     if (ofType === null || state.status === 'removed' || !isDirty(state)) continue
     for (const field of ofType.fields) {
       if (state.status !== 'new' && !isChanged(state, field)) continue
-      const value = state.values[field.prop]
+      const value = readValue(state, field)
       if (value === null || value === undefined) continue
       // The rule is handed the value itself: a Date or JSON object it keeps may change in place.
       if (changeableInPlace(field, value)) (state.owner as CollectionFactory).watch(entity)

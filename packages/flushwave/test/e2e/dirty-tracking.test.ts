@@ -140,6 +140,46 @@ describe('what a flush diffs', () => {
     const [row] = await db.sql`select title from book where id = ${books[0]!.id}`
     expect(row!.title).toBe('after')
   })
+  it('writes a defaultNow time nobody read as the time it was made, then only what changes in place once read', async () => {
+    const em = db.orm.em()
+    const before = Date.now()
+    const author = em.create('Author', { name: 'unread' })
+    const after = Date.now()
+    await em.flush()
+    const [stored] = await db.sql`select created_at from author where id = ${author.id}`
+    const time = (stored!.created_at as Date).getTime()
+    expect(time).toBeGreaterThanOrEqual(before)
+    expect(time).toBeLessThanOrEqual(after)
+    db.queries.length = 0
+    expect((await em.flush()).statements).toBe(0)
+    expect(author.createdAt.getTime()).toBe(time)
+    expect((await em.flush()).statements).toBe(0) // read, not changed
+    author.createdAt.setTime(Date.parse('2003-04-05T06:07:08.009Z'))
+    expect((await em.flush()).updated).toEqual({ author: 1 })
+    const [row] = await db.sql`select created_at from author where id = ${author.id}`
+    expect((row!.created_at as Date).toISOString()).toBe('2003-04-05T06:07:08.009Z')
+  })
+
+  it('keeps a defaultNow time first read inside a rolled-back transaction, and its change in place pending', async () => {
+    const em = db.orm.em()
+    const author = em.create('Author', { name: 'rolled' })
+    await em.flush()
+    let held: Date | undefined
+    await em
+      .transaction(async () => {
+        author.name = 'inside' // saved by the journal before anything reads the time
+        held = author.createdAt
+        held.setTime(Date.parse('2004-05-06T07:08:09.010Z'))
+        throw new Error('roll back')
+      })
+      .catch(() => undefined)
+    expect(author.name).toBe('rolled')
+    expect(author.createdAt).toBe(held)
+    expect((await em.flush()).updated).toEqual({ author: 1 })
+    const [row] = await db.sql`select name, created_at from author where id = ${author.id}`
+    expect(row!.name).toBe('rolled')
+    expect((row!.created_at as Date).toISOString()).toBe('2004-05-06T07:08:09.010Z')
+  })
 })
 
 describe('Dates a validation rule was handed', () => {

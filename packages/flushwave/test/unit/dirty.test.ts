@@ -83,3 +83,45 @@ describe('flushCandidates', () => {
     expect(uow.map.pending.has(authors[1]!)).toBe(false)
   })
 })
+
+/**
+ * A `defaultNow()` time nobody has read is held as its epoch milliseconds (see EntityState.values):
+ * what user code sees must be what it saw when every default was a Date.
+ */
+describe('defaultNow times', () => {
+  const createdAt = Author.fieldByProp.get('createdAt')!
+
+  it('are held as a number until read, then as one Date that every later read returns', () => {
+    const uow = new UnitOfWork()
+    const before = Date.now()
+    const author = uow.create(Author, { name: 'n' }) as HasState & { createdAt: Date }
+    const after = Date.now()
+    const held = author[STATE].values.createdAt
+    expect(typeof held).toBe('number')
+    expect(held).toBeGreaterThanOrEqual(before)
+    expect(held).toBeLessThanOrEqual(after)
+    expect(uow.map.watched.size).toBe(0)
+    const date = author.createdAt
+    expect(date).toBeInstanceOf(Date)
+    expect(date.getTime()).toBe(held)
+    expect(author.createdAt).toBe(date)
+    expect(author[STATE].values.createdAt).toBe(date)
+    // Handed out, it may change in place: the entity is watched from now on.
+    expect(uow.map.watched.has(author)).toBe(true)
+  })
+
+  it('write the same text whether read or not, and toJSON hands out the Date', () => {
+    const uow = new UnitOfWork()
+    const unread = uow.create(Author, { name: 'a' })
+    const read = uow.create(Author, { name: 'b' }) as HasState & { createdAt: Date }
+    const time = unread[STATE].values.createdAt as number
+    expect(writeText(createdAt.type, time)).toBe(writeText(createdAt.type, new Date(time)))
+    expect(createdAt.type.toText(time as unknown as Date)).toBe(new Date(time).toISOString())
+    expect(writeText(createdAt.type, read.createdAt)).toBe(String(read.createdAt.getTime()))
+    const json = (unread as unknown as { toJSON(): { createdAt: unknown } }).toJSON()
+    expect(json.createdAt).toBeInstanceOf(Date)
+    expect((json.createdAt as Date).getTime()).toBe(time)
+    expect(unread[STATE].values.createdAt).toBe(json.createdAt)
+    expect(uow.map.watched.has(unread)).toBe(true)
+  })
+})
