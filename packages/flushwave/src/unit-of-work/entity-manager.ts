@@ -8,7 +8,7 @@ import { flushCandidates, isDirty } from './dirty.js'
 import { needingIds } from './change-set.js'
 import { flush, type FlushResult } from './flush.js'
 import { MAX_HOOK_ROUNDS, type EntityHooks, type Hooks } from './hooks.js'
-import type { IdPool } from './id-pool.js'
+import { fetchOn, type IdPool } from './id-pool.js'
 import { Loader } from './loader.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
@@ -162,8 +162,7 @@ export class EntityManager<D extends SchemaDefs> {
     this.assigning = true
     try {
       const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
-      const fetch = (requests: Parameters<Executor['nextIds']>[0]) => this.executor.nextIds(requests)
-      const { ids } = await this.ids.take(counts, fetch, { private: this.uow.journal !== undefined })
+      const { ids } = await this.ids.take(counts, fetchOn(this.executor), { private: this.uow.journal !== undefined })
       for (const [meta, list] of needed) {
         const unused: string[] = []
         list.forEach((entity, i) => {

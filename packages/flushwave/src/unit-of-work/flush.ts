@@ -13,7 +13,7 @@ import { forgetCounters, restoreIncrements } from './counters.js'
 import { counterFields } from '../schema/counters.js'
 import { writeText } from '../schema/column-types.js'
 import { isChanged } from './dirty.js'
-import type { IdPool } from './id-pool.js'
+import { fetchOn, type IdPool } from './id-pool.js'
 import type { UnitOfWork } from './unit-of-work.js'
 import { PhaseClock, type FlushPhases } from './phases.js'
 
@@ -138,7 +138,7 @@ async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, s
   if (needed.size === 0) return { assigned, preparation: [] }
   const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
   // Inside a transaction the fetch runs on the transaction's connection, which no other flush may wait on.
-  const { ids, fetched } = await ctx.ids.take(counts, (requests) => ctx.executor.nextIds(requests), { private: ctx.inTransaction === true })
+  const { ids, fetched } = await ctx.ids.take(counts, fetchOn(ctx.executor), { private: ctx.inTransaction === true })
   for (const [meta, list] of needed) list.forEach((entity, i) => assigned.set(entity, ids.get(meta)![i]!))
   const preparation = fetched.map(({ counts, roundTrips, refill }): Preparation => ({
     kind: 'allocate-ids',

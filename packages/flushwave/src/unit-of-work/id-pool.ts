@@ -29,6 +29,15 @@ export interface IdPoolOptions {
 /** Runs the id-allocation statement (see render-ids.ts) on some connection. */
 export type FetchIds = (requests: readonly IdRequest[]) => Promise<IdBlocks>
 
+/**
+ * The fetch of one executor, closing over nothing else. The pool keeps the last shared fetch for
+ * its background refills, and outlives every EntityManager: an arrow written inside a flush shares
+ * that flush's scope, and kept its whole unit of work alive until the next fetch.
+ */
+export function fetchOn(executor: { nextIds: FetchIds }): FetchIds {
+  return (requests) => executor.nextIds(requests)
+}
+
 /** One fetch of ids: how many per table, and the round trips it cost. */
 export interface Fetch {
   readonly counts: ReadonlyMap<string, number>

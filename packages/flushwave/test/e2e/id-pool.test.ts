@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { UniqueViolationError } from '../../src/index.js'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { flushwave, UniqueViolationError } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 
@@ -93,5 +95,32 @@ describe('pooled sequences', () => {
     expect(db.queries.filter((q) => q.phase === 'allocate').length - before).toBe(1)
     const [{ n }] = (await db.sql`select count(*)::int as n from tag where id between ${first} and ${first + 103}`) as unknown as [{ n: number }]
     expect(n).toBe(104)
+  })
+})
+
+describe('what the id pool keeps', () => {
+  it('holds nothing of a unit of work once its flush is over: the pool outlives every EntityManager', async () => {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as () => void
+    // A flush or assignIds() that fetches leaves the pool its fetch, for background refills: that
+    // must not carry the EntityManager along. Fresh instances, empty pools: both fetch.
+    const orms = [flushwave({ schema: bookstore, sql: db.sql }), flushwave({ schema: bookstore, sql: db.sql })] as const
+    const flushed = async () => {
+      const em = orms[0].em()
+      const author = em.create('Author', { name: 'kept?' })
+      for (let b = 0; b < 300; b++) em.create('Book', { title: `k${b}`, author })
+      expect((await em.flush()).plan.preparation.map((p) => p.kind)).toEqual(['allocate-ids'])
+      const assigning = orms[1].em()
+      assigning.create('Author', { name: 'kept too?' })
+      await assigning.assignIds()
+      return [new WeakRef(em), new WeakRef(assigning)]
+    }
+    const refs = await flushed()
+    for (let i = 0; i < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      gc()
+    }
+    expect(refs.map((ref) => ref.deref() === undefined)).toEqual([true, true])
+    expect(orms).toHaveLength(2) // alive to the end, as an application's are
   })
 })
