@@ -13,6 +13,7 @@ import type { Hooks } from './unit-of-work/hooks.js'
 import { IdPool } from './unit-of-work/id-pool.js'
 import { runUnitOfWork, type RetryPolicy, type UnitOfWorkResult } from './unit-of-work/retry.js'
 import { warmUp, type WarmUpResult } from './unit-of-work/warm-up.js'
+import { UnitOfWork } from './unit-of-work/unit-of-work.js'
 
 export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly schema: Schema<D>
@@ -61,6 +62,11 @@ export class Flushwave<D extends SchemaDefs> {
   private readonly maxRowsPerStatement: number | undefined
   /** The outcome ledger's table, quoted; undefined with `outcomeLedger: false`. */
   private readonly ledgerTable: string | undefined
+  /**
+   * Never used: an EntityManager and a specimen of each entity type, which keep the hidden classes
+   * of a unit of work alive between requests (see UnitOfWork.keepHiddenClasses).
+   */
+  private readonly hiddenClasses: readonly [EntityManager<D>, readonly object[]]
 
   constructor(options: FlushwaveOptions<D>) {
     this.schema = options.schema
@@ -84,6 +90,7 @@ export class Flushwave<D extends SchemaDefs> {
         ? new PostgresJsExecutor(options.sql, settings)
         : new NodePostgresExecutor(options.pg ? poolSource(options.pg) : knexSource(options.knex!), settings))
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
+    this.hiddenClasses = [this.em(), new UnitOfWork().keepHiddenClasses(this.schema.entities.values())]
   }
 
   /**
