@@ -30,8 +30,6 @@ export class UnitOfWork implements CollectionFactory {
   private readonly referrers = new Referrers((meta) => this.map.of(meta))
   /** Set while `em.transaction()` runs: what to put back if it rolls back. */
   journal: TransactionJournal | undefined
-  /** See keepHiddenClasses. */
-  private readonly specimens: HasState[] = []
 
   changing(entity: HasState): void {
     this.journal?.save(entity)
@@ -328,24 +326,26 @@ export class UnitOfWork implements CollectionFactory {
   }
 
   /**
-   * For a unit of work that is never flushed and lives as long as its Flushwave instance: one
-   * detached entity of each type, with a value in every field (in schema order, as create and the
-   * change set add them) and each of its collections. They give the hidden classes of entities,
-   * values and snapshot records, collections and this unit of work's own objects an object that
-   * outlives every request. V8 frees a hidden class in a major GC once no object has it; when no
-   * entity survived one, the next unit of work made new classes, and the code optimised for the
-   * old ones deoptimised or went megamorphic. Bench, bulkCreate×100 cell, a full GC before every
-   * sample: 89 "wrong map" deopts without them against 5, and create 29-60 ms per sample against 14-16.
+   * For a unit of work that is never flushed: one detached entity of each type, with a value in
+   * every field (in schema order, as create and the change set add them) and each of its
+   * collections, for the Flushwave instance to hold (they hold this unit of work in turn). They give
+   * the hidden classes of entities, values and snapshot records, collections and this unit of
+   * work's own objects an object that outlives every request. V8 frees a hidden class in a major GC
+   * once no object has it; when no entity survived one, the next unit of work made new classes,
+   * and the code optimised for the old ones deoptimised or went megamorphic. Bench, bulkCreate×100
+   * cell, a full GC before every sample: 89 "wrong map" deopts without them against 5, and create
+   * 29-60 ms per sample against 14-16.
    */
   keepHiddenClasses(metas: Iterable<EntityMeta>): readonly HasState[] {
+    const specimens: HasState[] = []
     for (const meta of metas) {
       const state = this.newState(meta, 'detached', undefined)
       const entity = makeEntity(state)
       for (const field of meta.fields) state.values[field.prop] = null
       for (const relation of [...meta.oneToMany, ...meta.manyToMany]) this.collection(entity, relation.prop)
-      this.specimens.push(entity)
+      specimens.push(entity)
     }
-    return this.specimens
+    return specimens
   }
 
   /** The entity's state, after checking that it belongs to this unit of work. */
