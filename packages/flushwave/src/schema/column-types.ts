@@ -38,6 +38,12 @@ export interface Wire<T> {
   encode(value: T): string
   /** SQL turning `expr` (a value of `sqlType`) into the column's type, exactly. */
   decode(expr: string): string
+  /**
+   * An encoded value as the column type's own text (`toText`'s form). A scalar bind goes in that
+   * form, cast to the column's type: the server reads one value either way, and a plain cast plans
+   * and runs for less than `decode`'s expression (see render-write.ts, scalarText).
+   */
+  toText(encoded: string): string
 }
 
 /** A value's text as flushes send it and snapshots hold it (a time not yet made a Date too: see `fromTime`). */
@@ -191,7 +197,11 @@ const epochMilliseconds: Wire<Date> = {
   sqlType: 'int8',
   encode: lastFormatted((time) => String(time)),
   decode: (x) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`,
+  toText: (encoded) => isoText(Number(encoded)),
 }
+
+/** toISOString() is exact to the millisecond, and PostgreSQL reads it over years 1 to 9999 (TIMESTAMP_MAX). */
+const isoText = lastFormatted((time) => new Date(time).toISOString())
 
 export const timestamptz: ColumnType<Date> = {
   sqlType: 'timestamptz',
@@ -201,7 +211,7 @@ export const timestamptz: ColumnType<Date> = {
     const time = v.getTime()
     return time >= TIMESTAMP_MIN && time <= TIMESTAMP_MAX ? undefined : 'expected a Date from year 1 to 9999 (UTC)'
   },
-  toText: lastFormatted((time) => new Date(time).toISOString()),
+  toText: isoText,
   fromDb: (raw) => (raw instanceof Date ? raw : new Date(String(raw))),
   fromTime: (ms) => new Date(ms),
   wire: epochMilliseconds,

@@ -21,6 +21,13 @@ export function allShapes(schema: Schema): Statement[] {
   const addForms = (op: Op) => {
     add(renderOp(empty(op)))
     if (writesOneRow(op)) add(nulls(renderOp(op)))
+    // A one-row update's text names the columns it sets (render-write.ts, oneRowUpdate): every
+    // column is the shape above; each column alone is the commonest other.
+    if (op.kind === 'update' && writesOneRow(op)) {
+      op.entity.fields.forEach((f, i) => {
+        if (!f.version) add(nulls(renderOp({ ...op, columns: op.columns.map((c, j) => ({ values: c.values, set: [i === j] })) })))
+      })
+    }
     // Links to a new row go without the conflict clause.
     if (op.kind === 'link-insert') add(renderOp(empty({ ...op, mayExist: false })))
     // Rows that share their timestamps send each once (render-write.ts, sharedDecoded).

@@ -3,7 +3,9 @@ import { insertsOf, type LinkChange } from '../../src/plan/changes.js'
 import { tableOf } from '../../src/plan/ops.js'
 import { planFlush } from '../../src/plan/planner.js'
 import { arrayLiteral } from '../../src/sql/array-literal.js'
-import { renderOp, renderPlan } from '../../src/sql/render-write.js'
+import { EXACT_UPDATE_SHAPES, renderOp, renderPlan } from '../../src/sql/render-write.js'
+import { defineSchema, entity, t } from '../../src/index.js'
+import type { EntityMeta } from '../../src/schema/meta.js'
 import { renderFind } from '../../src/sql/render-select.js'
 import { bookstore } from '../support/bookstore.js'
 import { bookstoreUuid } from '../support/bookstore-uuid.js'
@@ -45,7 +47,7 @@ describe('write statements', () => {
     expect(one!.params).toEqual(['1', 'a'])
   })
 
-  it('render an insert whose Dates travel as epoch milliseconds, decoded by name, once when the rows share one', () => {
+  it('render an insert whose Dates travel as epoch milliseconds in arrays, decoded by name, and as text where one value stands for every row', () => {
     const at = new Date('2026-11-22T18:30:00.123Z').getTime()
     const row = (id: string, time: number) => ({ entity: Author, id, values: ['Ann', null, '0', String(time)] })
     const [differ, share, one] = [[row('7', at), row('8', at + 1)], [row('7', at), row('8', at)], [row('7', at)]].map(
@@ -58,18 +60,18 @@ describe('write statements', () => {
         'from unnest($1::int8[], $2::text[], $3::text[], $4::numeric[], $5::int8[]) as d(c0, c1, c2, c3, c4)',
     )
     expect(differ!.params).toEqual(['{7,8}', '{"Ann","Ann"}', '{NULL,NULL}', '{"0","0"}', '{1795372200123,1795372200124}'])
-    // One time for every row: sent once, decoded once by a subquery, not unnested.
+    // One time for every row: sent once, as a scalar in the column's own text, not unnested.
     expect(share!.text).toBe(
       'insert into "author" ("id", "name", "email", "rating", "created_at") ' +
-        `select d.c0, d.c1, d.c2, d.c3, (select ${decode('$5::int8')}) ` +
+        'select d.c0, d.c1, d.c2, d.c3, $5::timestamptz ' +
         'from unnest($1::int8[], $2::text[], $3::text[], $4::numeric[]) as d(c0, c1, c2, c3)',
     )
-    expect(share!.params).toEqual(['{7,8}', '{"Ann","Ann"}', '{NULL,NULL}', '{"0","0"}', '1795372200123'])
+    expect(share!.params).toEqual(['{7,8}', '{"Ann","Ann"}', '{NULL,NULL}', '{"0","0"}', '2026-11-22T18:30:00.123Z'])
     expect(one!.text).toBe(
       'insert into "author" ("id", "name", "email", "rating", "created_at") ' +
-        `select $1::int8, $2::text, $3::text, $4::numeric, ${decode('$5::int8')} where $1::int8 is not null`,
+        'select $1::int8, $2::text, $3::text, $4::numeric, $5::timestamptz where $1::int8 is not null',
     )
-    expect(one!.params).toEqual(['7', 'Ann', null, '0', '1795372200123'])
+    expect(one!.params).toEqual(['7', 'Ann', null, '0', '2026-11-22T18:30:00.123Z'])
   })
 
   it('render a one-row update and delete with scalar binds', () => {
@@ -77,10 +79,41 @@ describe('write statements', () => {
       planFlush({ ...empty, updates: [{ entity: Tag, id: '5', changed: new Map([[0, 'x']]) }], deletes: [{ entity: Tag, id: '6' }] }, bookstore.insertOrder),
     )[0]!
     const [update, remove] = (['update', 'delete'] as const).map((kind) => statements.find((s) => s.op.kind === kind))
-    expect(update!.text).toBe('update "tag" as t set "name" = case when $3::bool then $2::text else t."name" end where t."id" = $1::int8')
-    expect(update!.params).toEqual(['5', 'x', 't'])
+    expect(update!.text).toBe('update "tag" set "name" = $2::text where "id" = $1::int8')
+    expect(update!.params).toEqual(['5', 'x'])
     expect(remove!.text).toBe('delete from "tag" where "id" = $1::int8')
     expect(remove!.params).toEqual(['6'])
+  })
+
+  it('render a one-row update that names only the columns it sets, a shape per set of columns up to a bound per table', () => {
+    const one = (entity: EntityMeta, changed: [number, string][], order = bookstore.insertOrder) =>
+      renderPlan(planFlush({ ...empty, updates: [{ entity, id: '5', changed: new Map(changed) }] }, order))[0]![0]!
+    const at = String(Date.parse('2026-11-22T18:30:00.123Z'))
+    const both = one(Author, [[3, at], [0, 'Ann']])
+    expect(both.text).toBe('update "author" set "name" = $2::text, "created_at" = $3::timestamptz where "id" = $1::int8')
+    expect(both.params).toEqual(['5', 'Ann', '2026-11-22T18:30:00.123Z'])
+    // Setting null is setting.
+    expect(one(Author, [[1, null as unknown as string]])).toMatchObject({ text: 'update "author" set "email" = $2::text where "id" = $1::int8', params: ['5', null] })
+
+    // 8 columns have 255 sets: the first EXACT_UPDATE_SHAPES + 8 get a text each, the rest share
+    // the every-column form, whose flags say which columns the row sets.
+    const Wide = defineSchema({ Wide: entity('wide', { id: t.id(), ...Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`c${i}`, t.integer()])) }) })
+    const wide = Wide.meta('Wide')
+    const texts = new Set<string>()
+    let last: { text: string; params: readonly (string | null)[] } | undefined
+    for (let mask = 1; mask < 256; mask++) {
+      last = one(
+        wide,
+        [0, 1, 2, 3, 4, 5, 6, 7].filter((i) => mask & (1 << i)).map((i) => [i, String(i)]),
+        Wide.insertOrder,
+      )
+      texts.add(last.text)
+    }
+    expect(texts.size).toBe(EXACT_UPDATE_SHAPES + 8 + 1)
+    expect(last!.text).toBe(`update "wide" as t set ${[0, 1, 2, 3, 4, 5, 6, 7].map((i) => `"c${i}" = case when $${2 * i + 3}::bool then $${2 * i + 2}::int4 else t."c${i}" end`).join(', ')} where t."id" = $1::int8`)
+    expect(last!.params).toEqual(['5', ...[0, 1, 2, 3, 4, 5, 6, 7].flatMap((i) => [String(i), 't'])])
+    // A set seen before keeps its own text.
+    expect(one(wide, [[2, '9']], Wide.insertOrder).text).toBe('update "wide" set "c2" = $2::int4 where "id" = $1::int8')
   })
 
   it('render an update that sets only the fields each row changed', () => {
@@ -104,9 +137,9 @@ describe('write statements', () => {
         '"name" = case when d.s1 then d.v1 else t."name" end, ' +
         '"email" = case when d.s2 then d.v2 else t."email" end, ' +
         '"rating" = case when d.s3 then d.v3 else t."rating" end, ' +
-        // Dates travel as epoch milliseconds, decoded exactly on the server; as no row sets this
-        // one, the rows share it (null) and it goes as one scalar (see the next test).
-        `"created_at" = case when d.s4 then (select (timestamptz 'epoch' + ($8::int8 / 1000) * interval '1 second' + ($8::int8 % 1000) * interval '1 millisecond')) else t."created_at" end ` +
+        // Dates travel in arrays as epoch milliseconds, decoded exactly on the server; as no row
+        // sets this one, the rows share it (null) and it goes as one scalar (see the next test).
+        '"created_at" = case when d.s4 then $8::timestamptz else t."created_at" end ' +
         'from d where t."id" = d.k',
     )
     expect(statement.params).toEqual(['{7,8}', '{"Ann",NULL}', '{t,f}', '{NULL,NULL}', '{f,t}', '{NULL,NULL}', '{f,f}', null, '{f,f}'])
@@ -125,8 +158,8 @@ describe('write statements', () => {
     // Rows that don't set created_at don't count: the two that do share a time.
     const shared = update([at, undefined, at])
     expect(shared.text).toContain('unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $9::bool[]) as a(k, v1, s1, v2, s2, v3, s3, s4)')
-    expect(shared.text).toContain(`"created_at" = case when d.s4 then (select ${decode('$8::int8')}) else t."created_at" end`)
-    expect(shared.params.slice(7)).toEqual(['1795372200123', '{t,f,t}'])
+    expect(shared.text).toContain('"created_at" = case when d.s4 then $8::timestamptz else t."created_at" end')
+    expect(shared.params.slice(7)).toEqual(['2026-11-22T18:30:00.123Z', '{t,f,t}'])
     const differ = update([at, at + 1])
     expect(differ.text).toContain('$8::int8[], $9::bool[]) as a(k, v1, s1, v2, s2, v3, s3, v4, s4)')
     expect(differ.text).toContain(`"created_at" = case when d.s4 then ${decode('d.v4')} else t."created_at" end`)
@@ -139,7 +172,7 @@ describe('write statements', () => {
       {
         inserts: insertsOf([
           { entity: Book, id: '2', values: ['t', null, 'draft', null, '1'] },
-          { entity: Author, id: '1', values: ['a', null, '0', '2026-01-01T00:00:00.000Z'] },
+          { entity: Author, id: '1', values: ['a', null, '0', String(Date.parse('2026-01-01T00:00:00.000Z'))] },
         ]),
         upserts: [],
         updates: [{ entity: Tag, id: '5', changed: new Map([[0, 'x']]) }],
