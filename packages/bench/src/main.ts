@@ -166,7 +166,7 @@ try {
   if (wantProfile) {
     await env.proxy.setLatency(0)
     log(progress.line('profile: the phases of a Flushwave flush at 0 ms'))
-    phases = await measurePhases(env.url, env.admin, (size) => (size === 1 ? 40 : 10))
+    phases = await measurePhases(env.url, env.admin, (size) => (size <= 10 ? 40 : 10))
     log(phaseTable(phases))
     progress.finished()
   }

@@ -35,6 +35,7 @@ export async function measurePhases(url: string, admin: postgres.Sql, samples: (
   const units: [string, number, () => Promise<Sample>][] = [
     ['bulkCreate ×1', 1, () => bulkCreate(admin, orm, 1)],
     ['bulkCreate ×100', 100, () => bulkCreate(admin, orm, 100)],
+    ['mixedFlush ×10', 10, () => mixedFlush(admin, orm, 10)],
     ['cpuFlush ×10000', 10_000, () => cpuFlush(admin, orm, 10_000)],
   ]
   const out: PhaseRow[] = []
@@ -63,6 +64,27 @@ async function bulkCreate(admin: postgres.Sql, orm: Orm, size: number): Promise<
   await fullGc()
   const started = performance.now()
   createGraph(m, g)
+  const createMs = performance.now() - started
+  return { createMs, result: await m.flush() }
+}
+
+/** As the mixedFlush cell: per table, one row created, one loaded row updated and one removed. */
+async function mixedFlush(admin: postgres.Sql, orm: Orm, size: number): Promise<Sample> {
+  const tables = Array.from({ length: size }, (_, i) => mixedTable(i + 1))
+  await admin.unsafe(`truncate ${tables.join(', ')}`)
+  const marker = `phases${++markers}`
+  const seeded = await Promise.all(tables.map((table) => insertIds(admin, table, 2, marker)))
+  const m = orm.em()
+  const loaded = await Promise.all(tables.map((table, i) => m.find(mixedName(table), { id: { in: seeded[i]! } })))
+  await fullGc()
+  const started = performance.now()
+  tables.forEach((table, i) => {
+    m.create(mixedName(table), { name: marker, value: 1 })
+    for (const row of loaded[i]!) {
+      if (row.id === seeded[i]![0]) row.value = 42
+      else m.remove(row)
+    }
+  })
   const createMs = performance.now() - started
   return { createMs, result: await m.flush() }
 }
