@@ -1,6 +1,6 @@
 import type { OpenProbe } from './outcome.js'
 import { destroyConnection, guardErrors } from './pg-client.js'
-import { isConnectionFailure } from './reads.js'
+import { batchedReads } from './pg-read-batch.js'
 import type { PgClient, PgPool, PgPoolClient, PgResult, PgStandaloneClient } from './pg-client.js'
 
 type QueryConfig = { text: string; values?: unknown[]; rowMode?: 'array' }
@@ -32,20 +32,10 @@ export function poolSource(pool: PgPool): PgSource {
     inTransaction: false,
     // Not pool.query(): it listens for one 'error' of the client only, and a connection the server
     // ends mid-query can emit two (the FATAL, then the closed socket); the second would crash the process.
-    query: async (config) => {
-      const client = await pool.connect()
-      const unguard = guardErrors(client)
-      let broken = false
-      try {
-        return await client.query(config)
-      } catch (error) {
-        broken = isConnectionFailure(error)
-        throw error
-      } finally {
-        unguard()
-        client.release(broken ? new Error('flushwave: connection failed during a read') : undefined)
-      }
-    },
+    query: batchedReads(
+      () => pool.connect(),
+      (client, broken) => (client as PgPoolClient).release(broken ? new Error('flushwave: connection failed during a read') : undefined),
+    ),
     acquire: () => pool.connect(),
     release: (client, broken) => (client as PgPoolClient).release(broken ? new Error('flushwave: connection cut during a flush') : undefined),
     openProbe,
@@ -109,14 +99,18 @@ export function knexSource(knex: KnexLike): PgSource {
   const release = (connection: PgClient) => void client.releaseConnection(connection)
   return {
     inTransaction: knex.isTransaction === true,
-    query: async (config) => {
-      const connection = await acquire()
-      try {
-        return await connection.query(config)
-      } finally {
-        release(connection)
-      }
-    },
+    // In a transaction, every read is on the transaction's connection, one after another.
+    query:
+      knex.isTransaction === true
+        ? async (config) => {
+            const connection = await acquire()
+            try {
+              return await connection.query(config)
+            } finally {
+              release(connection)
+            }
+          }
+        : batchedReads(acquire, release),
     acquire,
     // knex marks a connection whose socket ended (`__knex__disposed`) and its pool destroys it on release.
     release: (connection) => release(connection),

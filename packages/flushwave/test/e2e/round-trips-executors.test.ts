@@ -9,7 +9,8 @@ import { EXECUTORS, openExecutor, type ExecutorName } from '../support/executors
  * Round trips per flush, per executor, counted by the executor and checked against the clock
  * through a 150 ms toxiproxy latency: a fresh connection that has run only `select 1`, then the
  * first flush of the bookstore graph (five statement shapes new to it), then the same flush again.
- * Ids are client-made (uuid), so no id allocation blurs the count. With PGBOUNCER_URL set
+ * Ids are client-made (uuid), so no id allocation blurs the count. And reads made together: one
+ * round trip for all, on a pool of one connection. With PGBOUNCER_URL set
  * (scripts/pgbouncer.sh) the proxy sits in front of PgBouncer in transaction mode instead.
  */
 const LATENCY = 150
@@ -103,6 +104,31 @@ describe.each(EXECUTORS)(`round trips of %s${bouncer ? ' through PgBouncer (tran
       expect(coldMs).toBeLessThan(2 * LATENCY)
       expect(warmMs).toBeGreaterThan(LATENCY)
       expect(warmMs).toBeLessThan(2 * LATENCY)
+    } finally {
+      await proxy.setLatency(0)
+      await executor.close()
+      await db.drop()
+    }
+  })
+
+  it("a request's reads made together share one round trip", async () => {
+    const db = await isolated(name)
+    const executor = openExecutor(name, db.url, bookstoreUuid, { max: 1, ...(db.searchPath ? { searchPath: db.searchPath } : {}), ...(bouncer && name === 'postgres.js' ? { prepare: false } : {}) })
+    try {
+      await executor.select1()
+      await graph(executor.orm, 'reads')()
+      await proxy.setLatency(LATENCY)
+      const em = executor.orm.em()
+      const started = performance.now()
+      // As a handler loads what it needs: at once, on a pool of one connection.
+      const found = await Promise.all([em.find('Author', { name: 'reads' }), em.find('Book', {}), em.find('Review', {}), em.find('Tag', {})])
+      const ms = performance.now() - started
+      await proxy.setLatency(0)
+      console.log(`${name}${bouncer ? ' via PgBouncer' : ''} at ${LATENCY} ms: four finds at once ${ms.toFixed(0)} ms`)
+      expect(found.map((rows) => rows.length)).toEqual([1, 10, 100, 50])
+      // One after another they would take four latencies; together, one.
+      expect(ms).toBeGreaterThan(LATENCY)
+      expect(ms).toBeLessThan(2 * LATENCY)
     } finally {
       await proxy.setLatency(0)
       await executor.close()
