@@ -141,11 +141,10 @@ function unnestSelect(e: EntityMeta, shared: boolean): string {
   const names = ['c0']
   const values = ['d.c0']
   e.fields.forEach((f, i) => {
-    const param = `$${i + 2}::${wireType(f)}`
     if (shared && isDecoded(f)) {
       values.push(`$${i + 2}::${f.type.sqlType}`)
     } else {
-      arrays.push(`${param}[]`)
+      arrays.push(`$${i + 2}::${wireType(f)}[]`)
       names.push(`c${i + 1}`)
       values.push(decoded(f, `d.c${i + 1}`))
     }
