@@ -59,10 +59,35 @@ export function destroyConnection(client: PgClient): void {
 /**
  * Runs `send` with the client in pipeline mode: queries issued without awaiting go out at once,
  * each with its own Sync, and a new statement costs no describe round trip. A client made without
- * `pipeline: true` is switched for the duration (it is idle: just checked out, or between this
- * executor's own statements) and switched back once every answer is in.
+ * `pipeline: true` is switched for the duration and switched back once every answer is in.
+ *
+ * One section at a time per client: inside a transaction, a batch of reads and a flush share the
+ * transaction's client, and a section that ended would switch pipeline mode off under the other's
+ * queries. A section that finds another running starts once it is over.
  */
-export async function pipelined<T>(client: PgClient, send: () => Promise<T>): Promise<T> {
+export function pipelined<T>(client: PgClient, send: () => Promise<T>): Promise<T> {
+  const running = sections.get(client)
+  const section = running === undefined ? pipelineSection(client, send) : running.then(() => pipelineSection(client, send))
+  const over = section.then(
+    () => undefined,
+    () => undefined,
+  )
+  sections.set(client, over)
+  void over.then(() => {
+    if (sections.get(client) === over) sections.delete(client)
+  })
+  return section
+}
+
+/** Resolves once no pipelined section runs on the client (at once when none does). */
+export async function whenIdle(client: PgClient): Promise<void> {
+  await sections.get(client)
+}
+
+/** The end of the last section started on each client, while one runs. */
+const sections = new WeakMap<PgClient, Promise<void>>()
+
+async function pipelineSection<T>(client: PgClient, send: () => Promise<T>): Promise<T> {
   const before = client.pipeline
   if (typeof before !== 'boolean') {
     throw new FlushwaveError('the node-postgres executor needs pg 8.23 or later (its pipeline mode); this client has none')

@@ -1,5 +1,5 @@
 import type { OpenProbe } from './outcome.js'
-import { destroyConnection, guardErrors } from './pg-client.js'
+import { destroyConnection, guardErrors, whenIdle } from './pg-client.js'
 import { batchedReads } from './pg-read-batch.js'
 import type { PgClient, PgPool, PgPoolClient, PgResult, PgStandaloneClient } from './pg-client.js'
 
@@ -61,11 +61,17 @@ export function poolSource(pool: PgPool): PgSource {
   }
 }
 
-/** A client already inside a transaction (em.transaction() on a pg.Pool). */
+/**
+ * A client already inside a transaction (em.transaction() on a pg.Pool). Reads made together go out
+ * as one batch once what the transaction has in flight on it (a flush, an earlier batch) is over.
+ */
 function clientSource(client: PgClient, openProbe: OpenProbe): PgSource {
   return {
     inTransaction: true,
-    query: (config) => client.query(config),
+    query: batchedReads(
+      () => whenIdle(client).then(() => client),
+      () => undefined,
+    ),
     acquire: async () => client,
     release: () => undefined,
     openProbe,
@@ -99,18 +105,12 @@ export function knexSource(knex: KnexLike): PgSource {
   const release = (connection: PgClient) => void client.releaseConnection(connection)
   return {
     inTransaction: knex.isTransaction === true,
-    // In a transaction, every read is on the transaction's connection, one after another.
-    query:
-      knex.isTransaction === true
-        ? async (config) => {
-            const connection = await acquire()
-            try {
-              return await connection.query(config)
-            } finally {
-              release(connection)
-            }
-          }
-        : batchedReads(acquire, release),
+    // In a transaction every read is on its connection: reads made together wait for whatever the
+    // transaction has in flight there (a flush), then go out as one batch.
+    query: batchedReads(
+      knex.isTransaction === true ? () => acquire().then(async (connection) => (await whenIdle(connection), connection)) : acquire,
+      release,
+    ),
     acquire,
     // knex marks a connection whose socket ended (`__knex__disposed`) and its pool destroys it on release.
     release: (connection) => release(connection),

@@ -3,7 +3,7 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { createTablesSql, type FlushResult } from '../../src/index.js'
 import { bookstoreUuid } from '../support/bookstore-uuid.js'
-import { EXECUTORS, openExecutor, type ExecutorName } from '../support/executors.js'
+import { EXECUTORS, openExecutor, type ExecutorName, type OpenedExecutor } from '../support/executors.js'
 
 /**
  * Round trips per flush, per executor, counted by the executor and checked against the clock
@@ -82,57 +82,91 @@ async function timed(flush: () => Promise<FlushResult>): Promise<[FlushResult, n
   return [result, performance.now() - started]
 }
 
+/**
+ * An executor of its own on a pool of one connection through the proxy, opened (`select 1`) at 0 ms;
+ * the latency is back at 0 and everything closed afterwards, whatever `test` did.
+ */
+async function onExecutor(name: ExecutorName, test: (orm: OpenedExecutor<typeof bookstoreUuid.defs>['orm']) => Promise<void>): Promise<void> {
+  const db = await isolated(name)
+  // Through PgBouncer 1.18 in transaction mode postgres.js must not keep prepared statements.
+  const executor = openExecutor(name, db.url, bookstoreUuid, { max: 1, ...(db.searchPath ? { searchPath: db.searchPath } : {}), ...(bouncer && name === 'postgres.js' ? { prepare: false } : {}) })
+  try {
+    await executor.select1()
+    await test(executor.orm)
+  } finally {
+    await proxy.setLatency(0)
+    await executor.close()
+    await db.drop()
+  }
+}
+
+/** The clock agrees with one round trip: more than one latency, well under two (a second would add 150 ms). */
+function oneRoundTrip(ms: number): void {
+  expect(ms).toBeGreaterThan(LATENCY)
+  expect(ms).toBeLessThan(2 * LATENCY)
+}
+
+/** Four finds at once, as a handler loads what it needs: with the bookstore graph in, 1, 10, 100 and 50 rows. */
+function fourFinds(em: { find(name: 'Author' | 'Book' | 'Review' | 'Tag', where: object): Promise<unknown[]> }, author: string): Promise<number[]> {
+  return Promise.all([em.find('Author', { name: author }), em.find('Book', {}), em.find('Review', {}), em.find('Tag', {})]).then((found) => found.map((rows) => rows.length))
+}
+
 describe.each(EXECUTORS)(`round trips of %s${bouncer ? ' through PgBouncer (transaction mode)' : ''}`, (name) => {
+  const via = `${name}${bouncer ? ' via PgBouncer' : ''} at ${LATENCY} ms`
+
   it('a fresh connection flushes new shapes in one round trip, and again in one', async () => {
-    const db = await isolated(name)
-    // Through PgBouncer 1.18 in transaction mode postgres.js must not keep prepared statements.
-    const executor = openExecutor(name, db.url, bookstoreUuid, { max: 1, ...(db.searchPath ? { searchPath: db.searchPath } : {}), ...(bouncer && name === 'postgres.js' ? { prepare: false } : {}) })
-    try {
-      await executor.select1()
+    await onExecutor(name, async (orm) => {
       await proxy.setLatency(LATENCY)
-      const [cold, coldMs] = await timed(graph(executor.orm, 'cold'))
-      const [warm, warmMs] = await timed(graph(executor.orm, 'warm'))
+      const [cold, coldMs] = await timed(graph(orm, 'cold'))
+      const [warm, warmMs] = await timed(graph(orm, 'warm'))
       await proxy.setLatency(0)
-      console.log(`${name}${bouncer ? ' via PgBouncer' : ''} at ${LATENCY} ms: cold flush ${coldMs.toFixed(0)} ms (${cold.roundTrips} RTT), warm ${warmMs.toFixed(0)} ms (${warm.roundTrips} RTT)`)
+      console.log(`${via}: cold flush ${coldMs.toFixed(0)} ms (${cold.roundTrips} RTT), warm ${warmMs.toFixed(0)} ms (${warm.roundTrips} RTT)`)
       for (const result of [cold, warm]) {
         expect(result).toMatchObject({ waves: 1, statements: 5, roundTrips: 1 })
         expect(result.plan.preparation).toEqual([])
         expect(result.inserted).toEqual({ author: 1, book: 10, review: 100, tag: 50, book_tag: 50 })
       }
-      // The clock agrees: more than one latency, well under two (a second round trip would add 150 ms).
-      expect(coldMs).toBeGreaterThan(LATENCY)
-      expect(coldMs).toBeLessThan(2 * LATENCY)
-      expect(warmMs).toBeGreaterThan(LATENCY)
-      expect(warmMs).toBeLessThan(2 * LATENCY)
-    } finally {
-      await proxy.setLatency(0)
-      await executor.close()
-      await db.drop()
-    }
+      oneRoundTrip(coldMs)
+      oneRoundTrip(warmMs)
+    })
   })
 
   it("a request's reads made together share one round trip", async () => {
-    const db = await isolated(name)
-    const executor = openExecutor(name, db.url, bookstoreUuid, { max: 1, ...(db.searchPath ? { searchPath: db.searchPath } : {}), ...(bouncer && name === 'postgres.js' ? { prepare: false } : {}) })
-    try {
-      await executor.select1()
-      await graph(executor.orm, 'reads')()
+    await onExecutor(name, async (orm) => {
+      await graph(orm, 'reads')()
       await proxy.setLatency(LATENCY)
-      const em = executor.orm.em()
       const started = performance.now()
-      // As a handler loads what it needs: at once, on a pool of one connection.
-      const found = await Promise.all([em.find('Author', { name: 'reads' }), em.find('Book', {}), em.find('Review', {}), em.find('Tag', {})])
+      const counts = await fourFinds(orm.em(), 'reads')
       const ms = performance.now() - started
       await proxy.setLatency(0)
-      console.log(`${name}${bouncer ? ' via PgBouncer' : ''} at ${LATENCY} ms: four finds at once ${ms.toFixed(0)} ms`)
-      expect(found.map((rows) => rows.length)).toEqual([1, 10, 100, 50])
+      console.log(`${via}: four finds at once ${ms.toFixed(0)} ms`)
+      expect(counts).toEqual([1, 10, 100, 50])
       // One after another they would take four latencies; together, one.
-      expect(ms).toBeGreaterThan(LATENCY)
-      expect(ms).toBeLessThan(2 * LATENCY)
-    } finally {
+      oneRoundTrip(ms)
+    })
+  })
+
+  it('inside em.transaction, reads made together share one round trip, and a flush made with them waits its turn', async () => {
+    await onExecutor(name, async (orm) => {
+      await graph(orm, 'tx-reads')()
+      await proxy.setLatency(LATENCY)
+      let ms = 0
+      const counts = await orm.em().transaction(async (em) => {
+        const started = performance.now()
+        const found = await fourFinds(em, 'tx-reads')
+        ms = performance.now() - started
+        // A flush and reads at once on the transaction's one connection: each gets its answers.
+        em.create('Author', { name: 'tx-more' })
+        const [flushed, tags] = await Promise.all([em.flush(), em.find('Tag', { name: 'tx-reads-0-0' }), em.find('Review', {})])
+        expect(flushed.inserted).toEqual({ author: 1 })
+        expect(tags.map((t) => t.name)).toEqual(['tx-reads-0-0'])
+        return found
+      })
       await proxy.setLatency(0)
-      await executor.close()
-      await db.drop()
-    }
+      console.log(`${via}: four finds at once in a transaction ${ms.toFixed(0)} ms`)
+      expect(counts).toEqual([1, 10, 100, 50])
+      oneRoundTrip(ms)
+      expect((await orm.em().find('Author', {})).map((a) => a.name).sort()).toEqual(['tx-more', 'tx-reads'])
+    })
   })
 })
