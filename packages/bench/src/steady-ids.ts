@@ -8,65 +8,120 @@
  * own, so that both see the same server: its tail is the floor (every COMMIT waits on a WAL fsync,
  * and this machine's disk is shared), and Flushwave's tail is judged against it.
  *
+ * Then what the slow flushes (over twice their median) had in common: a garbage-collection pause
+ * inside them; for Flushwave, a BEGIN that went out late because the connection was busy (on a
+ * pool of one, with a background id refill: postgres.js sends a query once the one ahead of it is
+ * answered); or neither, when the server's answer came late.
+ *
  *   [POOL=n] pnpm --filter bench exec tsx src/steady-ids.ts [pooled]   (POOL: connections, default 1)
  *
  * `pooled` first migrates the tables' identity columns to `increment by 1000` (pooled sequences).
  */
+import { PerformanceObserver } from 'node:perf_hooks'
 import { startDatabase } from 'devdb'
-import { flushwave, tcpNoDelay } from 'flushwave'
+import { flushwave, tcpNoDelay, type FlushResult } from 'flushwave'
 import postgres from 'postgres'
 import { benchDatabase } from './database.js'
 import { graph } from './data.js'
 import { createGraph, benchSchema } from './series/flushwave.js'
 import { series as rawPipelined } from './series/raw-pipelined.js'
+import { quantile, sortedCopy } from './stats.js'
 
 const WARM_UP = 20
 const FLUSHES = 200
 const BLOCK = 20
+/** A pause this long inside a flush counts as one of its causes. */
+const GC_PAUSE_MS = 1
+
+interface Timed {
+  readonly started: number
+  readonly ms: number
+  /** Flushwave only: from the start to its BEGIN leaving, past the client's own work on the flush. */
+  readonly beginLateMs?: number
+}
+
+const pauses: { start: number; end: number }[] = []
+const gc = new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) if (e.duration >= GC_PAUSE_MS) pauses.push({ start: e.startTime, end: e.startTime + e.duration })
+})
+gc.observe({ entryTypes: ['gc'] })
+
 const db = await startDatabase()
 const bench = await benchDatabase(db.url)
-const sql = postgres(bench.url, { ...tcpNoDelay, max: Number(process.env.POOL ?? 1), onnotice: () => {} })
+let beginSentAt = 0
+const sql = postgres(bench.url, {
+  ...tcpNoDelay,
+  max: Number(process.env.POOL ?? 1),
+  onnotice: () => {},
+  // Called as postgres.js writes each query to its connection.
+  debug: (_connection: number, query: string) => {
+    if (query === 'begin') beginSentAt = performance.now()
+  },
+})
 const raw = await rawPipelined.open(bench.url)
 try {
   if (process.argv[2] === 'pooled') {
     for (const table of ['author', 'book', 'book_review', 'tag']) await bench.admin.unsafe(`alter table ${table} alter column id set increment by 1000`)
   }
   const orm = flushwave({ schema: benchSchema, sql })
-  const flushwaveMs: number[] = []
-  const rawMs: number[] = []
+  const flushwaveRuns: Timed[] = []
+  const rawRuns: Timed[] = []
   let waited = 0
   let marker = 0
-  const flushwaveOnce = async (): Promise<{ ms: number; waited: boolean }> => {
+  const clientWork = (createMs: number, r: FlushResult) => createMs + r.phases.checks + r.phases.ids + r.phases.changes + r.phases.plan + r.phases.render
+  const flushwaveOnce = async (): Promise<Timed & { waited: boolean }> => {
     const g = graph(1, `s${++marker}`)
     const em = orm.em()
     const started = performance.now()
     createGraph(em, g)
+    const createMs = performance.now() - started
     const result = await em.flush()
-    return { ms: performance.now() - started, waited: result.plan.preparation.length > 0 }
+    const ms = performance.now() - started
+    return { started, ms, beginLateMs: beginSentAt - started - clientWork(createMs, result), waited: result.plan.preparation.length > 0 }
   }
-  const rawOnce = async (): Promise<number> => {
+  const rawOnce = async (): Promise<Timed> => {
     const run = await raw.bulkCreate(graph(1, `r${++marker}`))
     const started = performance.now()
     await run()
-    return performance.now() - started
+    return { started, ms: performance.now() - started }
   }
   for (let i = 0; i < WARM_UP; i++) await flushwaveOnce(), await rawOnce()
+  pauses.length = 0
   for (let block = 0; block < FLUSHES / BLOCK; block++) {
     for (let i = 0; i < BLOCK; i++) {
-      const { ms, waited: w } = await flushwaveOnce()
-      flushwaveMs.push(ms)
-      if (w) waited++
+      const run = await flushwaveOnce()
+      flushwaveRuns.push(run)
+      if (run.waited) waited++
     }
-    for (let i = 0; i < BLOCK; i++) rawMs.push(await rawOnce())
+    for (let i = 0; i < BLOCK; i++) rawRuns.push(await rawOnce())
   }
-  const describe = (times: number[]) => {
-    const sorted = [...times].sort((a, b) => a - b)
+  const describe = (runs: readonly Timed[]) => {
+    const sorted = sortedCopy(runs.map((r) => r.ms))
+    // The value below which a share p of the runs lie (p99 of 200: the second slowest), as before.
     const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
     return `median ${q(0.5).toFixed(2)} ms, p95 ${q(0.95).toFixed(2)} ms, p99 ${q(0.99).toFixed(2)} ms (p99 ${(q(0.99) / q(0.5)).toFixed(1)}× the median)`
   }
-  console.log(`bulkCreate×1 ×${FLUSHES}, flushwave:     ${describe(flushwaveMs)}; flushes that waited on id allocation: ${waited}`)
-  console.log(`bulkCreate×1 ×${FLUSHES}, raw-pipelined: ${describe(rawMs)}`)
+  const slow = (runs: readonly Timed[]) => {
+    const median = quantile(sortedCopy(runs.map((r) => r.ms)), 0.5)
+    const late = quantile(sortedCopy(runs.map((r) => r.beginLateMs ?? 0)), 0.5) + 1
+    let paused = 0
+    let busy = 0
+    let server = 0
+    const over = runs.filter((r) => r.ms > 2 * median)
+    for (const r of over) {
+      if (pauses.some((p) => p.start < r.started + r.ms && p.end > r.started)) paused++
+      else if ((r.beginLateMs ?? 0) > late) busy++
+      else server++
+    }
+    const connection = runs[0]?.beginLateMs === undefined ? '' : `, BEGIN sent over 1 ms late (the connection was busy) ${busy}`
+    return `${over.length} over 2× the median: with a GC pause of ${GC_PAUSE_MS} ms or more ${paused}${connection}, neither (the answer came late) ${server}`
+  }
+  console.log(`bulkCreate×1 ×${FLUSHES}, flushwave:     ${describe(flushwaveRuns)}; flushes that waited on id allocation: ${waited}`)
+  console.log(`bulkCreate×1 ×${FLUSHES}, raw-pipelined: ${describe(rawRuns)}`)
+  console.log(`slow flushes, flushwave:     ${slow(flushwaveRuns)}`)
+  console.log(`slow flushes, raw-pipelined: ${slow(rawRuns)}`)
 } finally {
+  gc.disconnect()
   await sql.end()
   await raw.close()
   await bench.drop()
