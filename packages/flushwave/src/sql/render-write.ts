@@ -197,28 +197,34 @@ function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) {
   const e = op.entity
   if (writesOneRow(op)) return oneRowUpdate(op)
   const counters = op.increments === undefined ? [] : counterFields(e)
-  // d(k, v1, s1, v2, s2, …, i1, i2, …): the key, then per field its new value and whether this row
-  // sets it, then per counter field the delta to add (with increments only).
+  const modes = setModes(op, shared !== undefined)
+  // d(k, v1, s1, v2, s2, …, i1, i2, …): the key, then per field its new value and, when only some
+  // rows set it, whether this row does; then per counter field the delta to add (with increments only).
   const sets: string[] = []
   const arrays = [`$1::${e.id.type.sqlType}[]`]
   const aliases = ['k']
   const params: (string | null)[] = [arrayLiteral(op.ids, e.id.type.sqlType)]
   e.fields.forEach((f, i) => {
-    if (f.version) return
+    const mode = modes[i]
+    if (f.version || mode === 'none') return
     const n = params.length
-    // A shared value is one scalar (sharedDecoded); each row still says whether it sets it.
+    // A shared value is one scalar (sharedDecoded).
     const one = sharedField(f, shared)
-    const value = `case when d.s${i + 1} then ${one ? `$${n + 1}::${f.type.sqlType}` : decoded(f, `d.v${i + 1}`)} else t.${f.quoted} end`
+    const given = one ? `$${n + 1}::${f.type.sqlType}` : decoded(f, `d.v${i + 1}`)
+    const value = mode === 'every' ? given : `case when d.s${i + 1} then ${given} else t.${f.quoted} end`
     const c = counters.indexOf(f)
     sets.push(`${f.quoted} = ${c < 0 ? value : `(${value}) + coalesce(d.i${c + 1}, 0)`}`)
+    const column = op.columns[i]!
+    params.push(one ? scalarText(f, shared![i] ?? null) : arrayLiteral(column.values, wireType(f)))
     if (!one) {
       arrays.push(`$${n + 1}::${wireType(f)}[]`)
       aliases.push(`v${i + 1}`)
     }
-    arrays.push(`$${n + 2}::bool[]`)
-    aliases.push(`s${i + 1}`)
-    const column = op.columns[i]!
-    params.push(one ? scalarText(f, shared![i] ?? null) : arrayLiteral(column.values, wireType(f)), boolArrayLiteral(column.set))
+    if (mode === 'some') {
+      arrays.push(`$${n + 2}::bool[]`)
+      aliases.push(`s${i + 1}`)
+      params.push(boolArrayLiteral(column.set))
+    }
   })
   counters.forEach((f, c) => {
     arrays.push(`$${params.length + 1}::${f.type.sqlType}[]`)
@@ -248,6 +254,48 @@ function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) {
     params,
   }
 }
+
+type SetMode = 'none' | 'every' | 'some'
+
+/**
+ * Per field, how a multi-row update writes it: not at all when no row sets it, without per-row
+ * flags when every row does, and `case when d.sN then … else t."col" end` when only some do. Naming
+ * every column with flags made the server parse and join arrays of nulls and falses for the
+ * columns nobody set: replaying a 10,000-row update of one column of three, 48.6 ms with every
+ * column flagged, 44.2 with that column alone but flagged, 42.6 without flags (30 rounds
+ * interleaved; at 100 rows 1.15× and 1.18×). Each such set of modes is a shape of its own, so past
+ * EXACT_UPDATE_SHAPES of them per table (besides one per column, which warm-ups prepare) every
+ * field goes flagged. So do updates with increments (their counters add to every row) and
+ * versioned ones: a request handler's one-row versioned update takes this path, and its one
+ * flagged shape is always prepared by a warm-up, whichever columns it sets.
+ */
+function setModes(op: UpdateOp, shared: boolean): readonly SetMode[] {
+  const e = op.entity
+  const flagged = e.fields.map((): SetMode => 'some')
+  if (op.increments !== undefined || (op.versions && e.version) || op.ids.length === 0) return flagged
+  let key = shared ? 's' : 'a'
+  let named = 0
+  const modes = op.columns.map((column, i): SetMode => {
+    if (e.fields[i]!.version) return 'none'
+    let count = 0
+    for (const set of column.set) if (set) count++
+    const mode = count === 0 ? 'none' : count === column.set.length ? 'every' : 'some'
+    if (mode !== 'none') named++
+    key += mode === 'none' ? '-' : mode === 'every' ? 'e' : 's'
+    return mode
+  })
+  if (named === 0) return flagged
+  let seen = multiRowShapes.get(e)
+  if (seen === undefined) multiRowShapes.set(e, (seen = new Set()))
+  if (!seen.has(key)) {
+    if (seen.size >= EXACT_UPDATE_SHAPES + e.fields.length) return flagged
+    seen.add(key)
+  }
+  return modes
+}
+
+/** The sets of modes each table's multi-row updates have used (setModes). */
+const multiRowShapes = new WeakMap<EntityMeta, Set<string>>()
 
 /**
  * The rows of `from` (aliased `a`, keyed by `a.k`) whose table row exists, each row locked before

@@ -28,6 +28,17 @@ export function allShapes(schema: Schema): Statement[] {
         if (!f.version) add(nulls(renderOp({ ...op, columns: op.columns.map((c, j) => ({ values: c.values, set: [i === j] })) })))
       })
     }
+    // A multi-row update names the columns its rows set, flagged only where some rows don't
+    // (render-write.ts, setModes): every column flagged is the shape above; each column set by
+    // every row is the commonest other (a bulk update of one column).
+    if (op.kind === 'update' && op.increments === undefined && !(op.versions && op.entity.version)) {
+      op.entity.fields.forEach((f, i) => {
+        if (f.version) return
+        const alone: Op = { ...op, ids: ['0', '0'], columns: op.columns.map((_, j) => ({ values: ['0', '0'], set: [i === j, i === j] })) }
+        add(noRows(renderOp(alone)))
+        if (isDecoded(f)) add(noRows(renderOp(alone, 'shared')))
+      })
+    }
     // Links to a new row go without the conflict clause.
     if (op.kind === 'link-insert') add(renderOp(empty({ ...op, mayExist: false })))
     // Rows that share their timestamps send each once (render-write.ts, sharedDecoded).
@@ -69,6 +80,11 @@ export function allShapes(schema: Schema): Statement[] {
   }
   add(renderNextIds([]))
   return [...out.values()]
+}
+
+/** An array statement with every array empty and every scalar null: it writes no row. */
+function noRows(statement: Statement): Statement {
+  return { text: statement.text, params: statement.params.map((p) => (typeof p === 'string' && p.startsWith('{') ? '{}' : null)) }
 }
 
 /** A one-row statement with every parameter null: it writes no row. */

@@ -99,7 +99,14 @@ describe('column types', () => {
   it('stores a time shared by every row of a statement exactly, sent once, on insert and on update', async () => {
     const read = async (ids: number[]) =>
       (await db.sql`select to_json(at) #>> '{}' as at from sample where id = any(${ids}::int8[]) order by id`).map((r) => (r.at === null ? null : new Date(r.at as string).getTime()))
-    const timeParams = () => db.writes().flatMap((q) => (q.text.includes('"at"') ? [q.params[q.text.startsWith('insert') ? 6 : 11]] : []))
+    // The time goes as one scalar `$n::timestamptz` (no array of times): the value of that $n.
+    const timeParams = () =>
+      db.writes().flatMap((q) => {
+        if (!q.text.includes('"at"')) return []
+        const scalars = [...q.text.matchAll(/\$(\d+)::timestamptz(?!\[)/g)].map((m) => Number(m[1]))
+        expect(scalars).toHaveLength(1)
+        return [q.params[scalars[0]! - 1]]
+      })
     for (const time of [new Date('0001-01-01T00:00:00.000Z').getTime(), -1001, 0, 1_795_372_200_123, new Date('9999-12-31T23:59:59.999Z').getTime()]) {
       const em = db.orm.em()
       db.queries.length = 0

@@ -28,18 +28,22 @@ describe('warmUp', () => {
       const em = db.orm.em()
       const author = em.create('Author', { name: `warm ${i}` })
       const book = em.create('Book', { title: 't', author })
-      em.create('Review', { stars: 5, book })
+      const reviews = [5, 4].map((stars) => em.create('Review', { stars, book }))
       book.tags.add(em.create('Tag', { name: `warm tag ${i}` }))
       const created = await em.flush()
       author.name = 'renamed'
       const updated = await em.flush()
-      return [created, updated]
+      // Several rows, one column each: the multi-row form that names that column alone.
+      for (const review of reviews) review.stars = 1
+      const bulk = await em.flush()
+      return [created, updated, bulk]
     })
-    for (const [created, updated] of await Promise.all(flushes)) {
+    for (const [created, updated, bulk] of await Promise.all(flushes)) {
       // No id allocation either: the ids come from the block warmUp fetched.
       expect(created).toMatchObject({ coldStatements: 0, roundTrips: 1 })
       expect(created!.plan.preparation).toEqual([])
       expect(updated).toMatchObject({ coldStatements: 0, roundTrips: 1 })
+      expect(bulk).toMatchObject({ coldStatements: 0, roundTrips: 1, updated: { review: 2 } })
     }
   })
 

@@ -116,33 +116,73 @@ describe('write statements', () => {
     expect(one(wide, [[2, '9']], Wide.insertOrder).text).toBe('update "wide" set "c2" = $2::int4 where "id" = $1::int8')
   })
 
-  it('render an update that sets only the fields each row changed', () => {
-    const statement = renderPlan(
-      planFlush(
-        {
-          ...empty,
-          updates: [
-            { entity: Author, id: '7', changed: new Map([[0, 'Ann']]) },
-            { entity: Author, id: '8', changed: new Map([[1, null]]) },
-          ],
-        },
-        bookstore.insertOrder,
-      ),
-    )[0]![0]!
-    expect(statement.text).toBe(
-      // The rows are locked in id order first (see the lock order tests below).
-      'with d as (select a.* from unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $9::bool[]) ' +
-        'as a(k, v1, s1, v2, s2, v3, s3, s4) join "author" as x on x."id" = a.k order by a.k for no key update of x) ' +
+  it('render a multi-row update that names the columns its rows set, flagged only where some rows do not', () => {
+    const update = (rows: [string, [number, string | null][]][], entity: EntityMeta = Author, order = bookstore.insertOrder) =>
+      renderPlan(planFlush({ ...empty, updates: rows.map(([id, changed]) => ({ entity, id, changed: new Map(changed) })) }, order))[0]![0]!
+    const some = update([
+      ['7', [[0, 'Ann']]],
+      ['8', [[1, null]]],
+    ])
+    expect(some.text).toBe(
+      // The rows are locked in id order first (see the lock order tests below). rating and
+      // created_at, which no row sets, are not named at all.
+      'with d as (select a.* from unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[]) ' +
+        'as a(k, v1, s1, v2, s2) join "author" as x on x."id" = a.k order by a.k for no key update of x) ' +
         'update "author" as t set ' +
         '"name" = case when d.s1 then d.v1 else t."name" end, ' +
-        '"email" = case when d.s2 then d.v2 else t."email" end, ' +
-        '"rating" = case when d.s3 then d.v3 else t."rating" end, ' +
-        // Dates travel in arrays as epoch milliseconds, decoded exactly on the server; as no row
-        // sets this one, the rows share it (null) and it goes as one scalar (see the next test).
-        '"created_at" = case when d.s4 then $8::timestamptz else t."created_at" end ' +
+        '"email" = case when d.s2 then d.v2 else t."email" end ' +
         'from d where t."id" = d.k',
     )
-    expect(statement.params).toEqual(['{7,8}', '{"Ann",NULL}', '{t,f}', '{NULL,NULL}', '{f,t}', '{NULL,NULL}', '{f,f}', null, '{f,f}'])
+    expect(some.params).toEqual(['{7,8}', '{"Ann",NULL}', '{t,f}', '{NULL,NULL}', '{f,t}'])
+    // A column every row sets goes without flags.
+    const every = update([
+      ['7', [[0, 'Ann'], [2, '4.5']]],
+      ['8', [[0, 'Bo']]],
+    ])
+    expect(every.text).toBe(
+      'with d as (select a.* from unnest($1::int8[], $2::text[], $3::numeric[], $4::bool[]) ' +
+        'as a(k, v1, v3, s3) join "author" as x on x."id" = a.k order by a.k for no key update of x) ' +
+        'update "author" as t set "name" = d.v1, "rating" = case when d.s3 then d.v3 else t."rating" end from d where t."id" = d.k',
+    )
+    expect(every.params).toEqual(['{7,8}', '{"Ann","Bo"}', '{"4.5",NULL}', '{t,f}'])
+
+    // 8 columns have 255 sets, and each column has two modes: the first EXACT_UPDATE_SHAPES + 8
+    // sets of modes get a text each, the rest share the form that names and flags every column.
+    const Wide = defineSchema({ Wide: entity('wide', { id: t.id(), ...Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`c${i}`, t.integer()])) }) })
+    const wide = Wide.meta('Wide')
+    const texts = new Set<string>()
+    let last: { text: string; params: readonly (string | null)[] } | undefined
+    for (let mask = 1; mask < 256; mask++) {
+      const columns = [0, 1, 2, 3, 4, 5, 6, 7].filter((i) => mask & (1 << i))
+      last = update(
+        [
+          ['5', columns.map((i) => [i, String(i)])],
+          ['6', [[columns[0]!, '9']]],
+        ],
+        wide,
+        Wide.insertOrder,
+      )
+      texts.add(last.text)
+    }
+    expect(texts.size).toBe(EXACT_UPDATE_SHAPES + 8 + 1)
+    const flagged = [0, 1, 2, 3, 4, 5, 6, 7]
+    expect(last!.text).toBe(
+      `with d as (select a.* from unnest($1::int8[], ${flagged.map((i) => `$${2 * i + 2}::int4[], $${2 * i + 3}::bool[]`).join(', ')}) ` +
+        `as a(k, ${flagged.map((i) => `v${i + 1}, s${i + 1}`).join(', ')}) join "wide" as x on x."id" = a.k order by a.k for no key update of x) ` +
+        `update "wide" as t set ${flagged.map((i) => `"c${i}" = case when d.s${i + 1} then d.v${i + 1} else t."c${i}" end`).join(', ')} from d where t."id" = d.k`,
+    )
+    expect(last!.params).toEqual(['{5,6}', '{0,9}', '{t,t}', ...[1, 2, 3, 4, 5, 6, 7].flatMap((i) => [`{${i},NULL}`, '{t,f}'])])
+    // A set of modes seen before keeps its own text.
+    expect(
+      update(
+        [
+          ['5', [[2, '1']]],
+          ['6', [[2, '2']]],
+        ],
+        wide,
+        Wide.insertOrder,
+      ).text,
+    ).toBe('with d as (select a.* from unnest($1::int8[], $2::int4[]) as a(k, v3) join "wide" as x on x."id" = a.k order by a.k for no key update of x) update "wide" as t set "c2" = d.v3 from d where t."id" = d.k')
   })
 
   it('render an update whose rows set one Date once, and whose rows set different Dates as an array', () => {
@@ -155,15 +195,17 @@ describe('write statements', () => {
       )[0]![0]!
     const decode = (x: string) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`
     const at = 1_795_372_200_123
-    // Rows that don't set created_at don't count: the two that do share a time.
+    // Rows that don't set created_at don't count: the two that do share a time, sent once in
+    // timestamptz's own text.
     const shared = update([at, undefined, at])
-    expect(shared.text).toContain('unnest($1::int8[], $2::text[], $3::bool[], $4::text[], $5::bool[], $6::numeric[], $7::bool[], $9::bool[]) as a(k, v1, s1, v2, s2, v3, s3, s4)')
-    expect(shared.text).toContain('"created_at" = case when d.s4 then $8::timestamptz else t."created_at" end')
-    expect(shared.params.slice(7)).toEqual(['2026-11-22T18:30:00.123Z', '{t,f,t}'])
+    expect(shared.text).toContain('unnest($1::int8[], $2::text[], $3::bool[], $5::bool[]) as a(k, v1, s1, s4)')
+    expect(shared.text).toContain('"created_at" = case when d.s4 then $4::timestamptz else t."created_at" end')
+    expect(shared.params).toEqual(['{7,8,9}', '{NULL,"Ann",NULL}', '{f,t,f}', '2026-11-22T18:30:00.123Z', '{t,f,t}'])
+    // Different times go as an array of epoch milliseconds, decoded exactly on the server.
     const differ = update([at, at + 1])
-    expect(differ.text).toContain('$8::int8[], $9::bool[]) as a(k, v1, s1, v2, s2, v3, s3, v4, s4)')
-    expect(differ.text).toContain(`"created_at" = case when d.s4 then ${decode('d.v4')} else t."created_at" end`)
-    expect(differ.params.slice(7)).toEqual(['{1795372200123,1795372200124}', '{t,t}'])
+    expect(differ.text).toContain('unnest($1::int8[], $2::int8[]) as a(k, v4)')
+    expect(differ.text).toContain(`"created_at" = ${decode('d.v4')} from d`)
+    expect(differ.params).toEqual(['{7,8}', '{1795372200123,1795372200124}'])
   })
 
   it('order inserts parents first, then links, updates, link deletes, and deletes children first', () => {
