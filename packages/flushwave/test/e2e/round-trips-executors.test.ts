@@ -106,6 +106,23 @@ function oneRoundTrip(ms: number): void {
   expect(ms).toBeLessThan(2 * LATENCY)
 }
 
+/**
+ * The fastest of up to three timings of `run` (it stops at the first under two latencies), each
+ * at least one latency. A busy 2-core machine stalls a run now and then; one more round trip is a
+ * latency more on every try, so retrying cannot let it pass.
+ */
+async function fastestMs(run: () => Promise<void>): Promise<number> {
+  let best = Infinity
+  for (let n = 0; n < 3 && best >= 2 * LATENCY; n++) {
+    const started = performance.now()
+    await run()
+    const ms = performance.now() - started
+    expect(ms).toBeGreaterThan(LATENCY)
+    best = Math.min(best, ms)
+  }
+  return best
+}
+
 /** Four finds at once, as a handler loads what it needs: with the bookstore graph in, 1, 10, 100 and 50 rows. */
 function fourFinds(em: { find(name: 'Author' | 'Book' | 'Review' | 'Tag', where: object): Promise<unknown[]> }, author: string): Promise<number[]> {
   return Promise.all([em.find('Author', { name: author }), em.find('Book', {}), em.find('Review', {}), em.find('Tag', {})]).then((found) => found.map((rows) => rows.length))
@@ -135,9 +152,8 @@ describe.each(EXECUTORS)(`round trips of %s${bouncer ? ' through PgBouncer (tran
     await onExecutor(name, async (orm) => {
       await graph(orm, 'reads')()
       await proxy.setLatency(LATENCY)
-      const started = performance.now()
-      const counts = await fourFinds(orm.em(), 'reads')
-      const ms = performance.now() - started
+      let counts: number[] = []
+      const ms = await fastestMs(async () => void (counts = await fourFinds(orm.em(), 'reads')))
       await proxy.setLatency(0)
       console.log(`${via}: four finds at once ${ms.toFixed(0)} ms`)
       expect(counts).toEqual([1, 10, 100, 50])
@@ -152,9 +168,8 @@ describe.each(EXECUTORS)(`round trips of %s${bouncer ? ' through PgBouncer (tran
       await proxy.setLatency(LATENCY)
       let ms = 0
       const counts = await orm.em().transaction(async (em) => {
-        const started = performance.now()
-        const found = await fourFinds(em, 'tx-reads')
-        ms = performance.now() - started
+        let found: number[] = []
+        ms = await fastestMs(async () => void (found = await fourFinds(em, 'tx-reads')))
         // A flush and reads at once on the transaction's one connection: each gets its answers.
         em.create('Author', { name: 'tx-more' })
         const [flushed, tags] = await Promise.all([em.flush(), em.find('Tag', { name: 'tx-reads-0-0' }), em.find('Review', {})])
