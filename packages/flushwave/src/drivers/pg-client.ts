@@ -79,9 +79,10 @@ export function pipelined<T>(client: PgClient, send: () => Promise<T>): Promise<
   return section
 }
 
-/** Resolves once no pipelined section runs on the client (at once when none does). */
-export async function whenIdle(client: PgClient): Promise<void> {
+/** Resolves with the client once no pipelined section runs on it (at once when none does). */
+export async function whenIdle<C extends PgClient>(client: C): Promise<C> {
   await sections.get(client)
+  return client
 }
 
 /** The end of the last section started on each client, while one runs. */

@@ -69,7 +69,7 @@ function clientSource(client: PgClient, openProbe: OpenProbe): PgSource {
   return {
     inTransaction: true,
     query: batchedReads(
-      () => whenIdle(client).then(() => client),
+      () => whenIdle(client),
       () => undefined,
     ),
     acquire: async () => client,
@@ -108,7 +108,7 @@ export function knexSource(knex: KnexLike): PgSource {
     // In a transaction every read is on its connection: reads made together wait for whatever the
     // transaction has in flight there (a flush), then go out as one batch.
     query: batchedReads(
-      knex.isTransaction === true ? () => acquire().then(async (connection) => (await whenIdle(connection), connection)) : acquire,
+      knex.isTransaction === true ? () => acquire().then(whenIdle) : acquire,
       release,
     ),
     acquire,

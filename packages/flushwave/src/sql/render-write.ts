@@ -271,8 +271,8 @@ type SetMode = 'none' | 'every' | 'some'
  */
 function setModes(op: UpdateOp, shared: boolean): readonly SetMode[] {
   const e = op.entity
-  const flagged = e.fields.map((): SetMode => 'some')
-  if (op.increments !== undefined || (op.versions && e.version) || op.ids.length === 0) return flagged
+  const flagged = () => e.fields.map((): SetMode => 'some')
+  if (op.increments !== undefined || (op.versions && e.version) || op.ids.length === 0) return flagged()
   let key = shared ? 's' : 'a'
   let named = 0
   const modes = op.columns.map((column, i): SetMode => {
@@ -284,11 +284,11 @@ function setModes(op: UpdateOp, shared: boolean): readonly SetMode[] {
     key += mode === 'none' ? '-' : mode === 'every' ? 'e' : 's'
     return mode
   })
-  if (named === 0) return flagged
+  if (named === 0) return flagged()
   let seen = multiRowShapes.get(e)
   if (seen === undefined) multiRowShapes.set(e, (seen = new Set()))
   if (!seen.has(key)) {
-    if (seen.size >= EXACT_UPDATE_SHAPES + e.fields.length) return flagged
+    if (!roomForShape(e, seen)) return flagged()
     seen.add(key)
   }
   return modes
@@ -375,12 +375,15 @@ export const EXACT_UPDATE_SHAPES = 32
 
 const updateShapes = new WeakMap<EntityMeta, Map<string, string>>()
 
+/** Whether a table's update shapes (of one form) are below the bound: EXACT_UPDATE_SHAPES besides one per column. */
+const roomForShape = (e: EntityMeta, shapes: { readonly size: number }): boolean => shapes.size < EXACT_UPDATE_SHAPES + e.fields.length
+
 /** The text for this set of columns, made once; undefined once the table has its share of them. */
 function updateShape(e: EntityMeta, columns: string, make: () => string): string | undefined {
   let byColumns = updateShapes.get(e)
   if (byColumns === undefined) updateShapes.set(e, (byColumns = new Map()))
   let text = byColumns.get(columns)
-  if (text === undefined && byColumns.size < EXACT_UPDATE_SHAPES + e.fields.length) byColumns.set(columns, (text = make()))
+  if (text === undefined && roomForShape(e, byColumns)) byColumns.set(columns, (text = make()))
   return text
 }
 

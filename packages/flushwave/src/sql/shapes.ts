@@ -21,19 +21,15 @@ export function allShapes(schema: Schema): Statement[] {
   const addForms = (op: Op) => {
     add(renderOp(empty(op)))
     if (writesOneRow(op)) add(nulls(renderOp(op)))
-    // A one-row update's text names the columns it sets (render-write.ts, oneRowUpdate): every
-    // column is the shape above; each column alone is the commonest other.
-    if (op.kind === 'update' && writesOneRow(op)) {
-      op.entity.fields.forEach((f, i) => {
-        if (!f.version) add(nulls(renderOp({ ...op, columns: op.columns.map((c, j) => ({ values: c.values, set: [i === j] })) })))
-      })
-    }
-    // A multi-row update names the columns its rows set, flagged only where some rows don't
-    // (render-write.ts, setModes): every column flagged is the shape above; each column set by
-    // every row is the commonest other (a bulk update of one column).
-    if (op.kind === 'update' && op.increments === undefined && !(op.versions && op.entity.version)) {
+    // An update names the columns it sets (render-write.ts: oneRowUpdate, and setModes for several
+    // rows, flagged only where some rows don't set them): every column is the shape above; each
+    // column alone is the commonest other (a bulk update of one column, in the multi-row form).
+    if (op.kind === 'update') {
+      const multiRow = op.increments === undefined && !(op.versions && op.entity.version)
       op.entity.fields.forEach((f, i) => {
         if (f.version) return
+        if (writesOneRow(op)) add(nulls(renderOp({ ...op, columns: op.columns.map((c, j) => ({ values: c.values, set: [i === j] })) })))
+        if (!multiRow) return
         const alone: Op = { ...op, ids: ['0', '0'], columns: op.columns.map((_, j) => ({ values: ['0', '0'], set: [i === j, i === j] })) }
         add(noRows(renderOp(alone)))
         if (isDecoded(f)) add(noRows(renderOp(alone, 'shared')))
