@@ -24,6 +24,16 @@ describe('array literals', () => {
     expect(arrayLiteral([])).toBe('{}')
   })
 
+  it('is the same literal whether or not an element needs a NULL or an escape (two ways of building it)', () => {
+    // Nothing to escape and no NULL: built with join. One element that needs either: element by element.
+    expect(arrayLiteral(['a b', '', '{x}', 'NULL', 'x,y'])).toBe('{"a b","","{x}","NULL","x,y"}')
+    expect(arrayLiteral(['a b', '', '{x}', 'NULL', 'x,y', null])).toBe('{"a b","","{x}","NULL","x,y",NULL}')
+    expect(arrayLiteral(['a b', '', '{x}', 'NULL', 'x,y', 'q"'])).toBe('{"a b","","{x}","NULL","x,y","q\\""}')
+    expect(arrayLiteral(['a b', '', '{x}', 'NULL', 'x,y', 'b\\'])).toBe('{"a b","","{x}","NULL","x,y","b\\\\"}')
+    expect(arrayLiteral(['1', '2'], 'int4')).toBe('{1,2}')
+    expect(arrayLiteral([''])).toBe('{""}')
+  })
+
   it('leaves elements of integer, boolean and uuid types bare, and quotes every other type', () => {
     expect(arrayLiteral(['1', null, '-42'], 'int8')).toBe('{1,NULL,-42}')
     expect(arrayLiteral(['t', 'f'], 'bool')).toBe('{t,f}')
