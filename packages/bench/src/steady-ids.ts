@@ -1,17 +1,21 @@
 /**
- * Id allocation in steady state: bulkCreate×1 (311 rows with links) flushed 200 times at 0 ms on one
+ * Id allocation in steady state: bulkCreate×1 (211 rows with links) flushed 200 times at 0 ms on one
  * connection, after 20 warm-up flushes. Prints the latency quantiles and how many flushes waited on
  * an id allocation (none should: the pool refills in the background, between flushes).
  *
  * The same unit of work by hand (raw-pipelined: ids from nextval before the timed part, one unnest
  * insert per table, BEGIN…COMMIT pipelined) runs in alternating blocks of 20 on a connection of its
- * own, so that both see the same server: its tail is the floor (every COMMIT waits on a WAL fsync,
- * and this machine's disk is shared), and Flushwave's tail is judged against it.
+ * own, so that both see the same server: its tail is the floor for a Node.js client, and
+ * Flushwave's tail is judged against it. Then, when pgbench is installed, the same transaction from
+ * PostgreSQL's C client (pgbench-floor.ts): what this server and machine give with no Node.js
+ * process in the way.
  *
- * Then what the slow flushes (over twice their median) had in common: a garbage-collection pause
- * inside them; for Flushwave, a BEGIN that went out late because the connection was busy (on a
- * pool of one, with a background id refill: postgres.js sends a query once the one ahead of it is
- * answered); or neither, when the server's answer came late.
+ * Then what the slow flushes (over twice their median) had, in this order: a garbage-collection
+ * pause inside them; for Flushwave, a BEGIN that went out late because the connection was busy (on
+ * a pool of one, with a background id refill: postgres.js sends a query once the one ahead of it
+ * is answered); a statement the server itself took 1 ms or more over (from its log, on the
+ * embedded server; mostly a COMMIT, which waits for its WAL flush); or none of these, an answer that
+ * came late between the server and this process.
  *
  *   [POOL=n] pnpm --filter bench exec tsx src/steady-ids.ts [pooled]   (POOL: connections, default 1)
  *
@@ -25,13 +29,16 @@ import { benchDatabase } from './database.js'
 import { graph } from './data.js'
 import { createGraph, benchSchema } from './series/flushwave.js'
 import { series as rawPipelined } from './series/raw-pipelined.js'
+import { pgbenchFloor } from './pgbench-floor.js'
+import { ServerLog } from './server-log.js'
 import { quantile, sortedCopy } from './stats.js'
 
 const WARM_UP = 20
 const FLUSHES = 200
 const BLOCK = 20
-/** A pause this long inside a flush counts as one of its causes. */
+/** A pause this long inside a flush counts as one of its causes; so does a statement the server took this long over. */
 const GC_PAUSE_MS = 1
+const SLOW_STATEMENT_MS = 1
 
 interface Timed {
   readonly started: number
@@ -46,8 +53,11 @@ const gc = new PerformanceObserver((list) => {
 })
 gc.observe({ entryTypes: ['gc'] })
 
-const db = await startDatabase()
+const serverLog = new ServerLog()
+const db = await startDatabase({ onLog: serverLog.onLog })
 const bench = await benchDatabase(db.url)
+// Only a server of our own: this changes its settings.
+if (!db.external) await ServerLog.watch(bench.admin, bench.name, SLOW_STATEMENT_MS)
 let beginSentAt = 0
 const sql = postgres(bench.url, {
   ...tcpNoDelay,
@@ -95,8 +105,8 @@ try {
     }
     for (let i = 0; i < BLOCK; i++) rawRuns.push(await rawOnce())
   }
-  const describe = (runs: readonly Timed[]) => {
-    const sorted = sortedCopy(runs.map((r) => r.ms))
+  const describe = (latencies: readonly number[]) => {
+    const sorted = sortedCopy(latencies)
     // The value below which a share p of the runs lie (p99 of 200: the second slowest), as before.
     const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
     return `median ${q(0.5).toFixed(2)} ms, p95 ${q(0.95).toFixed(2)} ms, p99 ${q(0.99).toFixed(2)} ms (p99 ${(q(0.99) / q(0.5)).toFixed(1)}× the median)`
@@ -107,17 +117,27 @@ try {
     let paused = 0
     let busy = 0
     let server = 0
+    let transit = 0
+    const statements = new Map<string, number>()
     const over = runs.filter((r) => r.ms > 2 * median)
     for (const r of over) {
+      const slowStatements = serverLog.between(performance.timeOrigin + r.started, performance.timeOrigin + r.started + r.ms)
       if (pauses.some((p) => p.start < r.started + r.ms && p.end > r.started)) paused++
       else if ((r.beginLateMs ?? 0) > late) busy++
-      else server++
+      else if (slowStatements.length > 0) {
+        server++
+        for (const st of slowStatements) statements.set(st.what, (statements.get(st.what) ?? 0) + 1)
+      } else transit++
     }
     const connection = runs[0]?.beginLateMs === undefined ? '' : `, BEGIN sent over 1 ms late (the connection was busy) ${busy}`
-    return `${over.length} over 2× the median: with a GC pause of ${GC_PAUSE_MS} ms or more ${paused}${connection}, neither (the answer came late) ${server}`
+    const which = [...statements].map(([what, n]) => `${n} ${what}`).join(', ')
+    const onServer = db.external ? '' : `, a statement the server took ${SLOW_STATEMENT_MS} ms or more over ${server}${which && ` (${which})`}`
+    return `${over.length} over 2× the median: with a GC pause of ${GC_PAUSE_MS} ms or more ${paused}${connection}${onServer}, none of these (the answer came late) ${transit}`
   }
-  console.log(`bulkCreate×1 ×${FLUSHES}, flushwave:     ${describe(flushwaveRuns)}; flushes that waited on id allocation: ${waited}`)
-  console.log(`bulkCreate×1 ×${FLUSHES}, raw-pipelined: ${describe(rawRuns)}`)
+  console.log(`bulkCreate×1 ×${FLUSHES}, flushwave:     ${describe(flushwaveRuns.map((r) => r.ms))}; flushes that waited on id allocation: ${waited}`)
+  console.log(`bulkCreate×1 ×${FLUSHES}, raw-pipelined: ${describe(rawRuns.map((r) => r.ms))}`)
+  const byPgbench = pgbenchFloor(bench.url, WARM_UP + FLUSHES)
+  console.log(`bulkCreate×1 ×${FLUSHES}, pgbench:       ${byPgbench ? describe(byPgbench.slice(WARM_UP)) : 'not run: pgbench is not on PATH (Debian/Ubuntu: apt-get install postgresql-client)'}`)
   console.log(`slow flushes, flushwave:     ${slow(flushwaveRuns)}`)
   console.log(`slow flushes, raw-pipelined: ${slow(rawRuns)}`)
 } finally {

