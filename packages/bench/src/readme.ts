@@ -49,7 +49,7 @@ intercept is the server's and the client's own work:
 ${rows.join('\n')}
 
 Flushwave pays one round trip whatever the unit of work; \`flushwave-begin\` three; the others one per
-statement or more. But the 311-row graph of bulkCreate×1 also costs PostgreSQL itself real time on
+statement or more. But the 211-row graph of bulkCreate×1 also costs PostgreSQL itself real time on
 this 2-core machine (raw-pipelined's intercept: ${floor?.intercept.toFixed(0) ?? '?'} ms), so at 2 ms
 the ratios are far below the round-trip ratios: flushwave ${fw?.toFixed(1) ?? '?'} ms against ${ratios}.
 ${clientWork(results)}Flushwave writes the two timestamp columns the others leave to the database default.
