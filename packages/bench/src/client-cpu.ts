@@ -2,7 +2,9 @@
  * Client CPU per unit of work, series side by side: wall time at 0 ms is the client's CPU plus the
  * server's, and on 2 cores they compete. process.cpuUsage() around each timed run counts this
  * process alone (user + system: driver encoding, socket writes, GC), so the gap between an ORM and
- * hand-written SQL shows without the server's share. Samples alternate series by series.
+ * hand-written SQL shows without the server's share. On Linux, the main thread's share too (see
+ * thread-cpu.ts): what the process's other threads (V8's compilers and GC helpers) did is not
+ * in it. Samples alternate series by series.
  *
  *   pnpm --filter bench exec tsx src/client-cpu.ts bulkCreate 1 300 flushwave,raw-pipelined
  */
@@ -11,6 +13,7 @@ import { benchDatabase } from './database.js'
 import { fullGc } from './gc.js'
 import { scenario, type ScenarioName } from './scenarios.js'
 import { loadSeries } from './series/index.js'
+import { threadCpu } from './thread-cpu.js'
 
 const [scenarioName = 'bulkCreate', size = '1', rounds = '200', names = 'flushwave,raw-pipelined'] = process.argv.slice(2)
 const db = await startDatabase()
@@ -20,22 +23,28 @@ const opened = await Promise.all(list.map(async (name) => (await loadSeries(name
 const sc = scenario(scenarioName as ScenarioName, Number(size))
 const cpu = list.map(() => [] as number[])
 const wall = list.map(() => [] as number[])
+const main = list.map(() => [] as number[])
+const thread = threadCpu()
 for (let i = 0; i < Number(rounds); i++) {
   for (const [s, series] of opened.entries()) {
     const p = await sc.prepare(bench.admin, series, `c${i}s${s}`)
     await fullGc()
+    const m0 = thread?.read()
     const c0 = process.cpuUsage()
     const t0 = performance.now()
     await p.run()
     wall[s]!.push(performance.now() - t0)
     const c = process.cpuUsage(c0)
+    if (m0 !== undefined) main[s]!.push(thread!.read() - m0)
     cpu[s]!.push((c.user + c.system) / 1000)
   }
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
 for (const [s, name] of list.entries()) {
-  console.log(`${name} ${scenarioName}×${size}: client CPU median ${median(cpu[s]!).toFixed(2)} ms, wall median ${median(wall[s]!).toFixed(2)} ms (${rounds} runs)`)
+  const onMain = thread ? ` (main thread ${median(main[s]!).toFixed(2)} ms)` : ''
+  console.log(`${name} ${scenarioName}×${size}: client CPU median ${median(cpu[s]!).toFixed(2)} ms${onMain}, wall median ${median(wall[s]!).toFixed(2)} ms (${rounds} runs)`)
 }
+thread?.close()
 for (const series of opened) await series.close()
 await bench.drop()
 await db.stop()
