@@ -4,7 +4,10 @@
  * process alone (user + system: driver encoding, socket writes, GC), so the gap between an ORM and
  * hand-written SQL shows without the server's share. On Linux, the main thread's share too (see
  * thread-cpu.ts): what the process's other threads (V8's compilers and GC helpers) did is not
- * in it. Samples alternate series by series.
+ * in it. Linux keeps a process's user and system times monotonic by sometimes holding them back, so
+ * for units of work of about a millisecond the main thread's median can come out above the
+ * process's (mixedFlush×10 by hand: 1.02 against 0.98 ms); compare series, not the two columns.
+ * Samples alternate series by series.
  *
  *   pnpm --filter bench exec tsx src/client-cpu.ts bulkCreate 1 300 flushwave,raw-pipelined
  */
