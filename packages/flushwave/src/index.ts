@@ -15,7 +15,7 @@ export { isRetryable, type RetryPolicy, type UnitOfWorkResult } from './unit-of-
 export type { EntityHooks, Hooks } from './unit-of-work/hooks.js'
 export type { Plan, Wave, Preparation } from './plan/plan.js'
 export { tableOf, entityOf, type Op, type InsertOp, type UpdateOp, type DeleteOp, type LinkInsertOp, type LinkDeleteOp, type LinkPurgeOp, type CascadeDeleteOp, type CascadeNullOp, type RowSet } from './plan/ops.js'
-export type { Executor, QueryEvent, Recovery, WarmUp, WriteOutcome } from './drivers/executor.js'
+export type { CarriedIds, Executor, QueryEvent, Recovery, WarmUp, WriteOutcome } from './drivers/executor.js'
 export type { WarmUpResult } from './unit-of-work/warm-up.js'
 export { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js.js'
 export { NodePostgresExecutor } from './drivers/node-postgres.js'

@@ -9,8 +9,9 @@ export interface Executor {
   /**
    * Runs every wave in one transaction (BEGIN, the waves, COMMIT) and resolves only once it committed.
    * On any failure it throws a FlushwaveError, and the transaction is over and the connection released.
+   * With `ids`, it also fetches them (as `nextIds` does) after COMMIT in the same pipeline.
    */
-  write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome>
+  write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome>
   /** Fetches `count` values from the sequence behind each table's id column, in one statement. */
   nextIds(requests: readonly IdRequest[]): Promise<IdBlocks>
   /**
@@ -24,6 +25,20 @@ export interface Executor {
    * caller fetches them with `nextIds`.
    */
   warmUp(statements: readonly Statement[], ids?: readonly IdRequest[]): Promise<WarmUp>
+}
+
+/**
+ * Ids a write fetches after its COMMIT, in the same pipeline: the id pool's refill, at no round
+ * trip of its own (see IdPool.dueRefill).
+ */
+export interface CarriedIds {
+  readonly requests: readonly IdRequest[]
+  /**
+   * Takes their blocks once the answer came, whatever became of the transaction. Not called when
+   * it failed or never came (a failed id statement costs the pool a fetch, never the flush), nor
+   * by an executor that cannot carry ids: the caller then fetches them itself.
+   */
+  landed(blocks: IdBlocks): void
 }
 
 /** What an executor's warm-up did. */

@@ -3,9 +3,10 @@ import { renderEvidence } from '../sql/render-evidence.js'
 import { readNextIds, renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
 import { returnsRows, type Op } from '../plan/ops.js'
-import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
+import type { CarriedIds, Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
 import { firstFailure, lost, unknownFailure } from './failures.js'
 import { Capture } from './capture.js'
+import { landCarriedIds } from './carried-ids.js'
 import { read } from './reads.js'
 import { OUTCOME_BUDGET_MS, resolveOutcome } from './outcome.js'
 import type { Ledger } from '../sql/render-ledger.js'
@@ -80,7 +81,7 @@ export class NodePostgresExecutor implements Executor {
    * or the flush runs past its deadline, the connection is cut and the server is asked on a fresh
    * one what became of the transaction (see outcome.ts).
    */
-  async write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome> {
+  async write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome> {
     if (this.source.inTransaction) return this.writeInTransaction(waves)
     const deadline = performance.now() + this.timeoutMs
     const client = await withDeadline(
@@ -91,6 +92,7 @@ export class NodePostgresExecutor implements Executor {
       throw error instanceof FlushwaveError ? error : lost(error, 'rolled-back', undefined)
     })
     const statements = waves.flat()
+    const idStatement = ids && ids.requests.length > 0 ? renderNextIds(ids.requests) : undefined
     const captured = this.capture.next()
     // The server process comes from the capture's answer (pg_backend_pid()). The connection's key
     // data names it only on a direct connection: behind a pooler it is the pooler's own key, maybe
@@ -104,14 +106,18 @@ export class NodePostgresExecutor implements Executor {
       destroyConnection(client) // every query of the pipeline fails at once
     }, until(deadline))
     try {
-      const settled = await pipelined(client, () => {
+      const answers = await pipelined(client, () => {
         // In pipeline mode each query goes out as it is made: make them in order.
         const begin = client.query({ text: 'begin' })
         const capture = client.query(pgQuery(captured.statement))
         const queries = [begin, capture, ...statements.map((s) => this.send(client, s)), client.query({ text: 'commit' })]
+        // After COMMIT, outside the transaction: its answer comes whatever became of the flush.
+        if (idStatement) queries.push((this.emit('allocate', idStatement), client.query(pgQuery(idStatement, 'array'))))
         capture.then(({ rows }) => Object.assign(flight, rows[0] as { xid: string; pid: number }), () => undefined)
         return Promise.allSettled(queries)
       })
+      const settled = idStatement ? answers.slice(0, -1) : answers
+      if (idStatement) landCarriedIds(ids!, answers.at(-1), (result) => result.rows as unknown[][])
       const failure = timedOut
         ? new Error('flush timed out')
         : ((settled[1]?.status === 'rejected' && this.capture.missingTable(settled[1].reason, fromNodePostgres)) || firstFailure(settled, 2, statements, fromNodePostgres))

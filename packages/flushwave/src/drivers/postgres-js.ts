@@ -11,11 +11,12 @@ import { renderEvidence } from '../sql/render-evidence.js'
 import { readNextIds, renderNextIds, type IdRequest } from '../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
 import { returnsRows, type Op } from '../plan/ops.js'
-import type { Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
+import type { CarriedIds, Executor, IdBlocks, QueryEvent, WarmUp, WriteOutcome } from './executor.js'
 import { endsSession, flushError, isServerError } from './pg-error.js'
 import { firstFailure, lost, unknownFailure } from './failures.js'
 import { newShapes, pipelineRoundTrips, readRoundTrips, wasDescribed } from './cold-shapes.js'
 import { prepareInline } from './inline-prepare.js'
+import { landCarriedIds } from './carried-ids.js'
 
 /**
  * Parameters go as `unknown` (OID 705), as node-postgres sends them: the server takes each one's type
@@ -179,10 +180,11 @@ export class PostgresJsExecutor implements Executor {
    * or the flush runs past its deadline, the connection is cut and the server is asked on a fresh
    * one what became of the transaction (see outcome.ts).
    */
-  async write(waves: readonly (readonly WriteStatement[])[]): Promise<WriteOutcome> {
+  async write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome> {
     if (this.options.inTransaction) return this.writeInTransaction(waves)
     const deadline = performance.now() + this.timeoutMs
-    const batches = this.batches(waves)
+    const idStatement = ids && ids.requests.length > 0 ? renderNextIds(ids.requests) : undefined
+    const batches = this.batches(waves, idStatement ? 2 : 1)
     let reservation: Reservation
     try {
       if (this.reconnecting) {
@@ -235,9 +237,13 @@ export class PostgresJsExecutor implements Executor {
         }
         if (last) queries.push(conn.unsafe('commit'))
         commitSent = last
+        const commitAt = queries.length - 1
+        // After COMMIT, outside the transaction: its answer comes whatever became of the flush.
+        const idQuery = last && idStatement ? (this.emit('allocate', idStatement), this.run(conn, idStatement).values()) : undefined
+        if (idQuery) queries.push(idQuery as unknown as PendingQuery<Row[]>)
         const settling = settle(queries, reservation.gone) // sends them, in order
         if (begin && capture) this.specimens = [begin, capture]
-        if (last) this.specimens = [...this.specimens, queries[queries.length - 1]!]
+        if (last) this.specimens = [...this.specimens, queries[commitAt]!]
         if (begin && capture) {
           flight.begin = begin
           capture.then((rows) => {
@@ -245,9 +251,11 @@ export class PostgresJsExecutor implements Executor {
             if (row) Object.assign(flight, row)
           }, () => undefined)
         }
-        const settled = await settling
+        const answers = await settling
         roundTrips += pipelineRoundTrips(queries)
         coldStatements += newShapes(queries)
+        const settled = idQuery ? answers.slice(0, commitAt + 1) : answers
+        if (idQuery) landCarriedIds(ids!, answers[commitAt + 1], (rows) => withoutLeadingHoles(rows as unknown as unknown[][]))
         const offset = first ? 2 : 0
         const failure = timedOut
           ? new Error('flush timed out')
@@ -321,7 +329,7 @@ export class PostgresJsExecutor implements Executor {
     let coldStatements = 0
     const rowCounts: number[][] = []
     const returned = new Map<Op, unknown[][]>()
-    for (const batch of this.batches(waves)) {
+    for (const batch of this.batches(waves, 0)) {
       const queries = batch.statements.map((s) => (this.emit('write', s), this.run(this.sql, s)))
       const settled = await Promise.allSettled(queries)
       roundTrips += pipelineRoundTrips(queries)
@@ -340,17 +348,19 @@ export class PostgresJsExecutor implements Executor {
 
   /**
    * Splits waves into pipelines of at most max_pipeline queries: the first also carries BEGIN and
-   * the transaction id, the last COMMIT. A wave never shares a pipeline with the next one.
+   * the transaction id, the last COMMIT and what follows it (`tail` queries in all). A wave never
+   * shares a pipeline with the next one.
    */
-  private batches(waves: readonly (readonly WriteStatement[])[]): { wave: number; statements: readonly WriteStatement[] }[] {
+  private batches(waves: readonly (readonly WriteStatement[])[], tail: number): { wave: number; statements: readonly WriteStatement[] }[] {
     const out: { wave: number; statements: readonly WriteStatement[] }[] = []
     let left = waves.reduce((n, wave) => n + wave.length, 0)
     waves.forEach((statements, wave) => {
       for (let i = 0; i < statements.length; ) {
         const room = this.maxPipeline - (out.length === 0 ? 2 : 0)
         const inWave = statements.length - i
-        // The pipeline that takes the last statement needs room for COMMIT too.
-        const take = inWave === left && inWave === room ? room - 1 : Math.min(inWave, room)
+        // The pipeline that takes the last statement needs room for COMMIT (and the rest of the tail) too.
+        // When they do not fit, this pipeline leaves it one statement (none, when BEGIN fills it).
+        const take = inWave === left && inWave + tail > room && inWave <= room ? inWave - 1 : Math.min(inWave, room)
         out.push({ wave, statements: statements.slice(i, i + take) })
         i += take
         left -= take

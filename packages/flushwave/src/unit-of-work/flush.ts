@@ -95,9 +95,15 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   if (isEmpty(set.changes)) return result(plan, [], prepared, 0, clock)
   const waves = renderPlan(plan)
   clock.lap('render')
+  const inserted = assigned.size > 0 || set.inserted.length > 0 ? new Map(set.changes.inserts.map((rows) => [rows.entity, rows.ids.length])) : undefined
+  // The id pool's refill, when this flush leaves it low and it is cheap for the server (pooled
+  // sequences), rides at the end of the flush's pipeline, after COMMIT: no round trip of its own,
+  // and no connection held apart from the flush's (a background refill on a pool of one made the
+  // next flush wait behind it). Otherwise, and inside a transaction, it runs in the background.
+  const refill = inserted && !ctx.inTransaction ? ctx.ids.dueRefill(inserted) : undefined
   let outcome
   try {
-    outcome = await ctx.executor.write(waves)
+    outcome = await ctx.executor.write(waves, refill && { requests: refill.requests, landed: (blocks) => ctx.ids.landed(refill, blocks) })
   } catch (error) {
     // Ids of a rolled-back transaction were never committed by anyone: safe to use again.
     if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) {
@@ -118,7 +124,9 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   } finally {
     // Top up the id pool now, between flushes, rather than when the next flush runs short (or the
     // next creates find it empty): also when every id came at create.
-    if (assigned.size > 0 || set.inserted.length > 0) ctx.ids.refillIfLow(new Map(set.changes.inserts.map((rows) => [rows.entity, rows.ids.length])))
+    // A refill the executor did not land (the connection failed, or it cannot carry ids) goes to the background.
+    if (refill) ctx.ids.landed(refill, undefined)
+    else if (inserted) ctx.ids.refillIfLow(inserted)
   }
   clock.lap('write')
   record(ctx.uow, set, assigned)

@@ -46,6 +46,23 @@ export interface Fetch {
   readonly refill?: true
 }
 
+/** A refill under way, for a flush to carry (see IdPool.dueRefill). */
+export class Refill {
+  /** Set once its blocks joined the pool, or it went to the background. */
+  settled = false
+
+  constructor(
+    readonly asked: readonly { readonly meta: EntityMeta; readonly count: number }[],
+    /** When it was asked for (performance.now()): how long fetches take counts from here. */
+    readonly started: number,
+  ) {}
+
+  /** For the executor's id statement. */
+  get requests(): IdRequest[] {
+    return this.asked.map(idRequest)
+  }
+}
+
 export interface Taken {
   readonly ids: Map<EntityMeta, string[]>
   /** The fetches this take waited on (none in steady state). */
@@ -195,7 +212,7 @@ export class IdPool {
     // Taken at once, before any other flush runs: these ids were fetched for this one.
     const ids = this.drain(counts)
     this.serve()
-    return { ids, fetched: [{ counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips }] }
+    return { ids, fetched: [{ counts: countsOf(requests), roundTrips: blocks.roundTrips }] }
   }
 
   /**
@@ -221,16 +238,22 @@ export class IdPool {
 
   private async fetchInto(requests: readonly { meta: EntityMeta; count: number }[], fetch: FetchIds): Promise<Fetch> {
     const blocks = await this.fetchBlocks(requests, fetch)
-    return { counts: new Map(requests.map((r) => [r.meta.table, r.count])), roundTrips: blocks.roundTrips }
+    return { counts: countsOf(requests), roundTrips: blocks.roundTrips }
+  }
+
+  /** Runs a fetch and adds its blocks (see addBlocks). */
+  private async fetchBlocks(requests: readonly { meta: EntityMeta; count: number }[], fetch: FetchIds): Promise<IdBlocks> {
+    const started = performance.now()
+    const blocks = await fetch(requests.map(idRequest))
+    this.addBlocks(requests, blocks, started)
+    return blocks
   }
 
   /**
-   * Runs a fetch, checks it brought what was asked (a short answer would leave flushes waiting
-   * forever), adds the blocks, and notes how long it took and when it landed.
+   * Checks a fetch brought what was asked (a short answer would leave flushes waiting forever),
+   * adds the blocks, and notes how long the fetch took, from `started` until now.
    */
-  private async fetchBlocks(requests: readonly { meta: EntityMeta; count: number }[], fetch: FetchIds): Promise<IdBlocks> {
-    const started = performance.now()
-    const blocks = await fetch(requests.map((r) => ({ quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count })))
+  private addBlocks(requests: readonly { meta: EntityMeta; count: number }[], blocks: IdBlocks, started: number): void {
     requests.forEach((r, i) => {
       // A pooled sequence may bring more (whole blocks).
       const got = blocks.ids[i]?.count ?? 0
@@ -243,7 +266,6 @@ export class IdPool {
       table.ranges.add(blocks.ids[i]!)
       table.pooled = blocks.ids[i]!.step > 1
     })
-    return blocks
   }
 
   /** A fetch for `table` is asked for, with a spare block of `spare`: demand counts afresh from here. */
@@ -264,16 +286,50 @@ export class IdPool {
   }
 
   /**
-   * Starts a background fetch for every table below its low-water mark, unless a fetch is under
-   * way. The mark is the largest of: half its last spare block; one and a half times the largest
-   * take since its last fetch (a flush of 10,000 new rows must find the next 10,000 ready, whatever
-   * half a block is); and twice what it uses while a fetch is in flight (see inFlightNeed). Without
-   * that last one, fetches of 5 ms and flushes 1 ms apart ran dry in the middle of the first refill.
-   * A flush calls it once its transaction is over, so that the refill overlaps the time between
-   * flushes rather than the flush (with a pool of one connection it would wait behind it).
-   * Flushes that run short meanwhile queue behind it, as behind any fetch, and report it as a fetch
-   * they waited on. A failed refill costs nothing but the refill: the next shortfall fetches (and
-   * reports) as usual.
+   * A refill for a flush to carry, held as under way; or undefined: none is due, a fetch is under
+   * way already, or a table due has a plain sequence. When every table due has a pooled sequence
+   * (a block costs the server one nextval), the flush that asked, once it has taken its ids, sends
+   * it at the end of its own pipeline, after COMMIT (see flush.ts); its answer goes to `landed`,
+   * also when the flush failed (the COMMIT then answers ROLLBACK, and the ids still come).
+   * A plain sequence's refill costs the server one nextval per id (2,048 ids: about 2 ms), which a
+   * flush that carried it would wait for: the flush starts it in the background once it is over
+   * (`refillIfLow`). Flushes that run short meanwhile queue behind either, as behind any fetch,
+   * and report it as a fetch they waited on.
+   *
+   * `inserted` is how many new rows per table the flush writes (see refillIfLow).
+   */
+  dueRefill(inserted?: ReadonlyMap<EntityMeta, number>): Refill | undefined {
+    const due = this.due(inserted)
+    if (due.length === 0 || due.some((meta) => !this.table(meta).pooled)) return undefined
+    return this.ask(due)
+  }
+
+  /**
+   * The answer to a refill from `dueRefill`: its blocks join the pool, and flushes waiting on it
+   * are served. Called again once the refill landed, it does nothing. Without blocks (the executor
+   * carries no ids, or the connection failed before their answer came), the same refill runs in
+   * the background on one of the pool's connections.
+   */
+  landed(refill: Refill, blocks: IdBlocks | undefined): void {
+    if (refill.settled) return
+    if (blocks === undefined) return this.refillInBackground(refill)
+    refill.settled = true
+    try {
+      this.addBlocks(refill.asked, blocks, refill.started)
+      for (const waiter of this.queue) waiter.fetched.push({ counts: countsOf(refill.asked), roundTrips: 1, refill: true })
+    } catch {
+      // A short answer: the next shortfall fetches (and reports) as usual.
+    }
+    this.fetching = false
+    this.serve()
+    if (this.queue.length > 0 && this.refillWith) void this.pump(this.refillWith)
+  }
+
+  /**
+   * Starts a refill of every table below its low-water mark (see due) in the background, on one
+   * of the pool's connections. A flush that carried none calls it once it is over, so that the
+   * refill overlaps the time between flushes rather than the flush (with a pool of one connection
+   * it would wait behind it).
    *
    * `inserted` is how many new rows per table the flush wrote, whether their ids came at create
    * (one `takeNow` each) or with the flush: that many is one take. Without it a unit of work whose
@@ -281,24 +337,53 @@ export class IdPool {
    * (10,000 reviews) found too few ids in one flush out of two or three and waited 6–15 ms on a fetch.
    */
   refillIfLow(inserted?: ReadonlyMap<EntityMeta, number>): void {
+    const due = this.due(inserted)
+    if (due.length > 0) this.refillInBackground(this.ask(due))
+  }
+
+  /**
+   * The tables below their low-water mark, none while a fetch is under way. The mark is the
+   * largest of: half its last spare block; one and a half times the largest take since its last
+   * fetch (a flush of 10,000 new rows must find the next 10,000 ready, whatever half a block is);
+   * and twice what it uses while a fetch is in flight (see inFlightNeed). Without that last one,
+   * fetches of 5 ms and flushes 1 ms apart ran dry in the middle of the first refill. `inserted`
+   * counts as a take of its tables.
+   */
+  private due(inserted: ReadonlyMap<EntityMeta, number> | undefined): EntityMeta[] {
     for (const [meta, count] of inserted ?? []) {
       const table = this.tables.get(meta)
       if (table !== undefined && count > table.largestTake) table.largestTake = count
     }
-    const fetch = this.refillWith
-    if (this.fetching || fetch === undefined) return
-    const requests: { meta: EntityMeta; count: number }[] = []
+    if (this.fetching) return []
+    const due: EntityMeta[] = []
     const now = performance.now()
     for (const [meta, table] of this.tables) {
       const have = table.ranges.size
-      if (table.lastSpare === 0 || have >= Math.max(table.lastSpare / 2, 1.5 * table.largestTake, this.inFlightNeed(table, now))) continue
-      const spare = this.spareFor(meta)
-      requests.push({ meta, count: spare })
-      this.asked(table, spare)
+      if (table.lastSpare > 0 && have < Math.max(table.lastSpare / 2, 1.5 * table.largestTake, this.inFlightNeed(table, now))) due.push(meta)
     }
-    if (requests.length === 0) return
+    return due
+  }
+
+  /** A refill of a spare block for each table, asked for now: under way until it lands. */
+  private ask(tables: readonly EntityMeta[]): Refill {
+    const requests = tables.map((meta) => {
+      const spare = this.spareFor(meta)
+      this.asked(this.table(meta), spare)
+      return { meta, count: spare }
+    })
     this.fetching = true
-    this.fetchInto(requests, fetch)
+    return new Refill(requests, performance.now())
+  }
+
+  /** A failed refill costs nothing but the refill: the next shortfall fetches (and reports) as usual. */
+  private refillInBackground(refill: Refill): undefined {
+    refill.settled = true
+    const fetch = this.refillWith
+    if (fetch === undefined) {
+      this.fetching = false
+      return undefined
+    }
+    this.fetchInto(refill.asked, fetch)
       // Flushes that ran short meanwhile waited on this refill: they report it.
       .then((done) => {
         for (const waiter of this.queue) waiter.fetched.push({ ...done, refill: true })
@@ -308,6 +393,7 @@ export class IdPool {
         this.fetching = false
         if (this.queue.length > 0) void this.pump(fetch)
       })
+    return undefined
   }
 
   /**
@@ -359,6 +445,15 @@ export class IdPool {
     if (table === undefined) this.tables.set(meta, (table = { ranges: new IdRanges(), takenSinceFetch: 0, lastSpare: 0, largestTake: 0, pooled: false, flowTaken: 0, flowSince: 0 }))
     return table
   }
+}
+
+/** What the executor's id statement needs of a request (see render-ids.ts). */
+function idRequest(r: { meta: EntityMeta; count: number }): IdRequest {
+  return { quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count }
+}
+
+function countsOf(requests: readonly { meta: EntityMeta; count: number }[]): Map<string, number> {
+  return new Map(requests.map((r) => [r.meta.table, r.count]))
 }
 
 /** The rate a table's ids go at counts afresh from `now` (see TableIds.flowTaken). */

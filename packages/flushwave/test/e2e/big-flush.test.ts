@@ -50,6 +50,45 @@ describe('big flushes', () => {
     }
   })
 
+  it('leaves room in the last pipeline for COMMIT and a carried id refill: one round trip per pipeline', async () => {
+    await db.sql.unsafe('alter table parent alter column id set increment by 100')
+    const sql = postgres(db.sql.options as never)
+    const narrow = postgres({ ...(sql.options as object), ...tcpNoDelay, max: 1, max_pipeline: 6 } as never) as postgres.Sql
+    await sql.end()
+    const queries: string[] = []
+    const orm = flushwave({ schema, sql: narrow, maxRowsPerStatement: 10, idBlockSize: 16, onQuery: (e) => queries.push(e.phase) })
+    const flushParents = async (n: number) => {
+      const em = orm.em()
+      for (let i = 0; i < n; i++) em.create('Parent', { name: `pooled ${i}` })
+      return em.flush()
+    }
+    try {
+      await flushParents(1) // 17 ids asked, a block of 100 fetched
+      // Each flush takes 30 ids: within a few, one leaves the pool low and carries the refill.
+      const carried: boolean[] = []
+      for (let flush = 0; flush < 8; flush++) {
+        queries.length = 0
+        const result = await flushParents(30)
+        const carries = queries.includes('allocate')
+        carried.push(carries)
+        expect(result.plan.preparation).toEqual([])
+        if (!carries) {
+          // BEGIN, the transaction id, 3 statements and COMMIT: 6 queries, one pipeline.
+          expect(result).toMatchObject({ statements: 3, roundTrips: 1 })
+          continue
+        }
+        // BEGIN, the transaction id and 2 statements; then the third, COMMIT and the refill.
+        expect(result).toMatchObject({ inserted: { parent: 30 }, statements: 3, roundTrips: 2 })
+        expect(queries).toEqual(['write', 'write', 'write', 'allocate'])
+      }
+      expect(carried).toContain(true)
+      const [{ n }] = (await db.sql`select count(*)::int as n from parent where name like 'pooled %'`) as unknown as [{ n: number }]
+      expect(n).toBe(1 + 8 * 30)
+    } finally {
+      await narrow.end()
+    }
+  })
+
   it('splits a self-referencing table with each row after the row it refers to, so no chunk points at a later one', async () => {
     const orm = flushwave({ schema, executor: db.orm.executor, maxRowsPerStatement: 10 })
     const em = orm.em()

@@ -4,6 +4,7 @@ import { runInNewContext } from 'node:vm'
 import { flushwave, UniqueViolationError } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
+import { EXECUTORS } from '../support/executors.js'
 
 /**
  * The example's checkout under a burst, from a fresh start: many flushes find the id pool empty at
@@ -95,6 +96,40 @@ describe('pooled sequences', () => {
     expect(db.queries.filter((q) => q.phase === 'allocate').length - before).toBe(1)
     const [{ n }] = (await db.sql`select count(*)::int as n from tag where id between ${first} and ${first + 103}`) as unknown as [{ n: number }]
     expect(n).toBe(104)
+  })
+})
+
+describe.each(EXECUTORS)('a refill carried by a flush on %s', (executor) => {
+  it('lands also when the flush fails: its ids are not lost, and nothing fetches them again', async () => {
+    const own = await testDatabase(bookstore, { name: 'carried', executor })
+    try {
+      await own.sql.unsafe('alter table tag alter column id set increment by 100')
+      const allocations = () => own.queries.filter((q) => q.phase === 'allocate').length
+      const em = own.orm.em()
+      em.create('Tag', { name: 'first' })
+      await em.flush() // 257 ids asked: 300 fetched (three blocks), 299 spare
+      expect(allocations()).toBe(1)
+      // 200 tags leave 99 spare: the refill rides after this flush's COMMIT. A name already taken
+      // fails the flush; the pipelined COMMIT answers ROLLBACK, and the refill's answer still comes.
+      const failing = own.orm.em()
+      for (let i = 0; i < 199; i++) failing.create('Tag', { name: `t${i}` })
+      failing.create('Tag', { name: 'first' })
+      await expect(failing.flush()).rejects.toBeInstanceOf(UniqueViolationError)
+      expect(allocations()).toBe(2)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      // Not fetched again in the background: the carried blocks joined the pool.
+      expect(allocations()).toBe(2)
+      const again = own.orm.em()
+      for (let i = 0; i < 200; i++) again.create('Tag', { name: `u${i}` })
+      // The failed flush's tags keep the ids they took at create (2 to 201), for a retry: these
+      // take the 98 left of the first blocks, then the refill's.
+      expect((await again.flush()).plan.preparation).toEqual([])
+      expect(allocations()).toBe(2)
+      const [row] = await own.sql<{ n: number; low: number }[]>`select count(*)::int as n, min(id)::int as low from tag where name like 'u%'`
+      expect(row).toEqual({ n: 200, low: 202 })
+    } finally {
+      await own.close()
+    }
   })
 })
 

@@ -269,6 +269,65 @@ describe('IdPool', () => {
     }
   })
 
+  it('hands a pooled sequence’s refill to the flush (to carry after its COMMIT), and leaves a plain one’s to the background', async () => {
+    for (const step of [1000, 1]) {
+      const calls: IdRequest[][] = []
+      let next = 1
+      const answer = (requests: readonly IdRequest[]) => ({
+        ids: requests.map((r) => {
+          const count = Math.ceil(r.count / step) * step
+          const block = { first: BigInt(next), count, step }
+          next += count
+          return block
+        }),
+        roundTrips: 1,
+      })
+      const fetch = async (requests: readonly IdRequest[]) => (calls.push([...requests]), answer(requests))
+      const pool = new IdPool({ blockSize: 256 })
+      await pool.take(new Map([[Review, 300]]), fetch) // 556 asked
+      const left = pool.spareOf(Review)
+      await pool.take(new Map([[Review, left - 100]]), fetch) // 100 left: below the low-water mark
+      expect(calls).toHaveLength(1)
+      const refill = pool.dueRefill(new Map([[Review, left - 100]]))
+      if (step === 1) {
+        // A nextval per id: never carried by a flush, which starts it in the background once over.
+        expect(refill).toBeUndefined()
+        expect(calls).toHaveLength(1)
+        pool.refillIfLow()
+        expect(calls).toHaveLength(2)
+        continue
+      }
+      expect(refill?.requests).toEqual([{ quotedTable: '"review"', column: 'id', count: expect.any(Number) }])
+      expect(calls).toHaveLength(1) // the flush carries it: no fetch of its own
+      expect(pool.dueRefill()).toBeUndefined() // one refill at a time
+      // A take that runs short while the carrying flush is in flight waits for its answer.
+      const waiting = pool.take(new Map([[Review, 150]]), fetch)
+      pool.landed(refill!, answer(refill!.requests))
+      const taken = await waiting
+      expect(taken.ids.get(Review)).toHaveLength(150)
+      expect(taken.fetched).toEqual([{ counts: new Map([['review', refill!.requests[0]!.count]]), roundTrips: 1, refill: true }])
+      expect(calls).toHaveLength(1)
+    }
+  })
+
+  it('refills in the background when the flush that carried a refill brought no blocks back', async () => {
+    const { fetch, calls } = sequences(0)
+    const pooled = async (requests: readonly IdRequest[]) => {
+      const answer = await fetch(requests)
+      return { ...answer, ids: answer.ids.map((block) => ({ ...block, step: 2 })) }
+    }
+    const pool = new IdPool({ blockSize: 16 })
+    await pool.take(new Map([[Review, 10]]), pooled) // 26 fetched, 16 left
+    await pool.take(new Map([[Review, 12]]), pooled) // 4 left
+    const refill = pool.dueRefill()!
+    expect(calls).toHaveLength(1)
+    pool.landed(refill, undefined) // the flush failed, or its executor carries no ids
+    expect(calls).toHaveLength(2)
+    expect(calls[1]).toEqual(refill.requests)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(pool.spareOf(Review)).toBe(4 + refill.requests[0]!.count)
+  })
+
   it('does not refill in the background from a transaction’s connection', async () => {
     const { fetch, calls } = sequences(0)
     const pool = new IdPool({ blockSize: 8 })
