@@ -17,15 +17,20 @@
  * embedded server; mostly a COMMIT, which waits for its WAL flush); or none of these, an answer that
  * came late between the server and this process.
  *
- *   [POOL=n] pnpm --filter bench exec tsx src/steady-ids.ts [pooled]   (POOL: connections, default 1)
+ *   [POOL=n] [LATENCY=ms] pnpm --filter bench exec tsx src/steady-ids.ts [pooled]
  *
- * `pooled` first migrates the tables' identity columns to `increment by 1000` (pooled sequences).
+ * `pooled` first migrates the tables' identity columns to `increment by 1000` (pooled sequences):
+ * a refill then rides after the COMMIT of the flush that runs the pool low, while a plain
+ * sequence's runs in the background (on a pool of one, on the flush's connection). POOL is
+ * Flushwave's connections (default 1). LATENCY puts a toxiproxy with that delay on every
+ * server→client chunk in front of all three clients (default 0: straight to the server), where a
+ * refill that holds the connection costs the next flush a whole round trip.
  */
 import { PerformanceObserver } from 'node:perf_hooks'
-import { startDatabase } from 'devdb'
+import { proxyDatabase, startDatabase, startToxiproxy } from 'devdb'
 import { flushwave, tcpNoDelay, type FlushResult } from 'flushwave'
 import postgres from 'postgres'
-import { benchDatabase } from './database.js'
+import { benchDatabase, via } from './database.js'
 import { graph } from './data.js'
 import { createGraph, benchSchema } from './series/flushwave.js'
 import { series as rawPipelined } from './series/raw-pipelined.js'
@@ -58,8 +63,13 @@ const db = await startDatabase({ onLog: serverLog.onLog })
 const bench = await benchDatabase(db.url)
 // Only a server of our own: this changes its settings.
 if (!db.external) await ServerLog.watch(bench.admin, bench.name, SLOW_STATEMENT_MS)
+const latencyMs = Number(process.env.LATENCY ?? 0)
+const toxi = latencyMs > 0 ? await startToxiproxy() : undefined
+const proxy = toxi && (await proxyDatabase(toxi, db, { name: 'steady-ids' }))
+await proxy?.setLatency(latencyMs)
+const url = proxy ? via(bench.url, proxy.host, proxy.port) : bench.url
 let beginSentAt = 0
-const sql = postgres(bench.url, {
+const sql = postgres(url, {
   ...tcpNoDelay,
   max: Number(process.env.POOL ?? 1),
   onnotice: () => {},
@@ -68,7 +78,7 @@ const sql = postgres(bench.url, {
     if (query === 'begin') beginSentAt = performance.now()
   },
 })
-const raw = await rawPipelined.open(bench.url)
+const raw = await rawPipelined.open(url)
 try {
   if (process.argv[2] === 'pooled') {
     for (const table of ['author', 'book', 'book_review', 'tag']) await bench.admin.unsafe(`alter table ${table} alter column id set increment by 1000`)
@@ -134,9 +144,16 @@ try {
     const onServer = db.external ? '' : `, a statement the server took ${SLOW_STATEMENT_MS} ms or more over ${server}${which && ` (${which})`}`
     return `${over.length} over 2× the median: with a GC pause of ${GC_PAUSE_MS} ms or more ${paused}${connection}${onServer}, none of these (the answer came late) ${transit}`
   }
-  console.log(`bulkCreate×1 ×${FLUSHES}, flushwave:     ${describe(flushwaveRuns.map((r) => r.ms))}; flushes that waited on id allocation: ${waited}`)
+  console.log(`at ${latencyMs} ms latency, ${process.argv[2] === 'pooled' ? 'pooled' : 'plain'} sequences, Flushwave on ${Number(process.env.POOL ?? 1)} connection(s)`)
+  // Slow or not: at a latency, a BEGIN held back by a refill costs a round trip, yet may stay under 2× the median.
+  const lateBegin = quantile(sortedCopy(flushwaveRuns.map((r) => r.beginLateMs ?? 0)), 0.5) + 1
+  const heldBack = flushwaveRuns.filter((r) => (r.beginLateMs ?? 0) > lateBegin).length
+  console.log(
+    `bulkCreate×1 ×${FLUSHES}, flushwave:     ${describe(flushwaveRuns.map((r) => r.ms))}; flushes that waited on id allocation: ${waited}; ` +
+      `whose BEGIN a busy connection held back over 1 ms: ${heldBack}`,
+  )
   console.log(`bulkCreate×1 ×${FLUSHES}, raw-pipelined: ${describe(rawRuns.map((r) => r.ms))}`)
-  const byPgbench = pgbenchFloor(bench.url, WARM_UP + FLUSHES)
+  const byPgbench = pgbenchFloor(url, WARM_UP + FLUSHES)
   console.log(`bulkCreate×1 ×${FLUSHES}, pgbench:       ${byPgbench ? describe(byPgbench.slice(WARM_UP)) : 'not run: pgbench is not on PATH (Debian/Ubuntu: apt-get install postgresql-client)'}`)
   console.log(`slow flushes, flushwave:     ${slow(flushwaveRuns)}`)
   console.log(`slow flushes, raw-pipelined: ${slow(rawRuns)}`)
@@ -145,5 +162,7 @@ try {
   await sql.end()
   await raw.close()
   await bench.drop()
+  await proxy?.remove()
+  await toxi?.stop()
   await db.stop()
 }
