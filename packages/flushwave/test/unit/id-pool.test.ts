@@ -310,6 +310,24 @@ describe('IdPool', () => {
     }
   })
 
+  it('fetches for a take that the carried refill, once landed, does not cover', async () => {
+    const { fetch, calls } = sequences(0)
+    const pooled = async (requests: readonly IdRequest[]) => {
+      const answer = await fetch(requests)
+      return { ...answer, ids: answer.ids.map((block) => ({ ...block, step: 2 })) }
+    }
+    const pool = new IdPool({ blockSize: 16 })
+    await pool.take(new Map([[Review, 10]]), pooled) // 26 fetched, 16 left
+    await pool.take(new Map([[Review, 12]]), pooled) // 4 left
+    const refill = pool.dueRefill()!
+    // Queued behind the carrying flush: more than the refill will bring.
+    const big = pool.take(new Map([[Review, 500]]), pooled)
+    expect(calls).toHaveLength(1)
+    pool.landed(refill, await fetch(refill.requests)) // the carrying flush's answer
+    expect((await big).ids.get(Review)).toHaveLength(500)
+    expect(calls).toHaveLength(3) // the refill, then a fetch for the rest
+  })
+
   it('refills in the background when the flush that carried a refill brought no blocks back', async () => {
     const { fetch, calls } = sequences(0)
     const pooled = async (requests: readonly IdRequest[]) => {
