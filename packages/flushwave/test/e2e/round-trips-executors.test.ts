@@ -38,10 +38,11 @@ function databaseAt(url: string): Database {
 async function isolated(name: ExecutorName, schema: Schema<SchemaDefs>, setUp: readonly string[]): Promise<{ url: string; searchPath?: string; drop(): Promise<void> }> {
   const direct = inject('databaseUrl')
   const tag = name.replace(/[^a-z]/g, '')
+  const tables = [...createTablesSql(schema), ...setUp]
   if (!bouncer) {
     const ns = await createTestSchema(direct, `rtx_${tag}`)
     const admin = postgres(direct, { max: 1, onnotice: () => {}, connection: { search_path: `"${ns.name}"` } })
-    for (const statement of [...createTablesSql(schema), ...setUp]) await admin.unsafe(statement)
+    for (const statement of tables) await admin.unsafe(statement)
     await admin.end()
     return { url: proxy.url, searchPath: ns.name, drop: () => ns.drop() }
   }
@@ -51,7 +52,7 @@ async function isolated(name: ExecutorName, schema: Schema<SchemaDefs>, setUp: r
   const u = new URL(direct)
   u.pathname = `/${database}`
   const admin = postgres(u.toString(), { max: 1, onnotice: () => {} })
-  for (const statement of createTablesSql(bookstoreUuid)) await admin.unsafe(statement)
+  for (const statement of tables) await admin.unsafe(statement)
   await admin.end()
   const via = new URL(proxy.url)
   via.pathname = `/${database}`
