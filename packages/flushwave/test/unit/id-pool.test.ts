@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import type { IdRequest } from '../../src/sql/render-ids.js'
 import { IdPool } from '../../src/unit-of-work/id-pool.js'
 import { bookstore } from '../support/bookstore.js'
@@ -30,6 +30,36 @@ function sequences(delayMs = 0) {
   const fetchedTotal = (table: string) => calls.flat().filter((r) => r.quotedTable === table).reduce((n, r) => n + r.count, 0)
   return { fetch, calls, fetchedTotal, failOnce: (error: Error) => void (failNext = error) }
 }
+
+/**
+ * Runs `test` on a clock of its own (setTimeout and performance.now, which the pool reads for the
+ * rate ids go at and how long fetches take). With real timers a loaded machine stalled a loop of
+ * flushes now and then, and a stall skews what the pool measures: one flush of 190 waited, once,
+ * in CI.
+ */
+async function onOwnClock(test: () => Promise<void>): Promise<void> {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+  try {
+    await test()
+  } finally {
+    vi.useRealTimers()
+  }
+}
+
+/** What `promise` settles to, on the test's own clock: it advances a millisecond at a time until then. */
+async function settled<T>(promise: Promise<T>): Promise<T> {
+  let outcome: { value: T } | { error: unknown } | undefined
+  promise.then(
+    (value) => (outcome = { value }),
+    (error: unknown) => (outcome = { error }),
+  )
+  while (outcome === undefined) await vi.advanceTimersByTimeAsync(1)
+  if ('error' in outcome) throw outcome.error
+  return outcome.value
+}
+
+/** Time between flushes, on the test's own clock: background fetches land meanwhile. */
+const pause = (ms: number) => vi.advanceTimersByTimeAsync(ms)
 
 describe('IdPool.takeNow (an id at create)', () => {
   it('never waits: none from an empty pool, none while a flush waits for ids', async () => {
@@ -148,25 +178,26 @@ describe('IdPool', () => {
     expect((await waiting).ids.get(Book)).toEqual(['3', '4', '5'])
   })
 
-  it('refills in the background below half a spare block, so a steady load never waits on a fetch', async () => {
-    const { fetch, calls } = sequences(5)
-    const pool = new IdPool({ blockSize: 64 })
-    const waited: number[] = []
-    for (let flush = 0; flush < 200; flush++) {
-      const taken = await pool.take(new Map([[Review, 10], [Book, 1]]), fetch)
-      waited.push(taken.fetched.length)
-      expect(new Set(taken.ids.get(Review)).size).toBe(10)
-      pool.refillIfLow() // as a flush does once its transaction is over
-      // Some time between flushes, as between requests: a background fetch lands meanwhile.
-      await new Promise((resolve) => setTimeout(resolve, 1))
-    }
-    // Only the very first take waited; every later shortfall was foreseen and fetched in the background.
-    expect(waited[0]).toBe(1)
-    expect(waited.slice(1).every((n) => n === 0)).toBe(true)
-    expect(calls.length).toBeGreaterThan(1)
-    // Blocks follow demand: 2,000 review and 200 book ids over 200 flushes took about ten fetches.
-    expect(calls.length).toBeLessThanOrEqual(12)
-  })
+  it('refills in the background below half a spare block, so a steady load never waits on a fetch', () =>
+    onOwnClock(async () => {
+      const { fetch, calls } = sequences(5)
+      const pool = new IdPool({ blockSize: 64 })
+      const waited: number[] = []
+      for (let flush = 0; flush < 200; flush++) {
+        const taken = await settled(pool.take(new Map([[Review, 10], [Book, 1]]), fetch))
+        waited.push(taken.fetched.length)
+        expect(new Set(taken.ids.get(Review)).size).toBe(10)
+        pool.refillIfLow() // as a flush does once its transaction is over
+        // Some time between flushes, as between requests: a background fetch lands meanwhile.
+        await pause(1)
+      }
+      // Only the very first take waited; every later shortfall was foreseen and fetched in the background.
+      expect(waited[0]).toBe(1)
+      expect(waited.slice(1).every((n) => n === 0)).toBe(true)
+      expect(calls.length).toBeGreaterThan(1)
+      // Blocks follow demand: 2,000 review and 200 book ids over 200 flushes took about ten fetches.
+      expect(calls.length).toBeLessThanOrEqual(12)
+    }))
 
   it('reports a background refill as a fetch to a take that ran short while it was in flight', async () => {
     const { fetch, calls } = sequences(20)
@@ -181,65 +212,68 @@ describe('IdPool', () => {
     expect(taken.fetched).toEqual([{ counts: new Map([['review', calls[1]![0]!.count]]), roundTrips: 1, refill: true }])
   })
 
-  it('starts refills early enough for slow fetches: after the first refill, no flush waits', async () => {
-    for (const fetchMs of [20, 50]) {
-      const { fetch, fetchedTotal } = sequences(fetchMs)
-      const pool = new IdPool({ blockSize: 64 })
-      const waitedAt: number[] = []
-      for (let flush = 0; flush < 200; flush++) {
-        const taken = await pool.take(new Map([[Review, 10], [Book, 1]]), fetch)
-        if (taken.fetched.length > 0) waitedAt.push(flush)
-        pool.refillIfLow()
-        await new Promise((resolve) => setTimeout(resolve, 1))
+  it('starts refills early enough for slow fetches: after the first refill, no flush waits', () =>
+    onOwnClock(async () => {
+      for (const fetchMs of [20, 50]) {
+        const { fetch, fetchedTotal } = sequences(fetchMs)
+        const pool = new IdPool({ blockSize: 64 })
+        const waitedAt: number[] = []
+        for (let flush = 0; flush < 200; flush++) {
+          const taken = await settled(pool.take(new Map([[Review, 10], [Book, 1]]), fetch))
+          if (taken.fetched.length > 0) waitedAt.push(flush)
+          pool.refillIfLow()
+          await pause(1)
+        }
+        // The first take, and one during the first refill (the pool knew the fetch's latency but not
+        // yet the rate ids go at); from then on refills start while what is left outlasts them.
+        expect(waitedAt.filter((flush) => flush >= 10), `fetches of ${fetchMs} ms`).toEqual([])
+        // The spare held at the end is about what two fetches' latency uses: fetched stays within 3× of used.
+        expect(fetchedTotal('"review"')).toBeLessThanOrEqual(3 * 2_000)
       }
-      // The first take, and one during the first refill (the pool knew the fetch's latency but not
-      // yet the rate ids go at); from then on refills start while what is left outlasts them.
-      expect(waitedAt.filter((flush) => flush >= 10), `fetches of ${fetchMs} ms`).toEqual([])
-      // The spare held at the end is about what two fetches' latency uses: fetched stays within 3× of used.
-      expect(fetchedTotal('"review"')).toBeLessThanOrEqual(3 * 2_000)
-    }
-  })
+    }))
 
-  it('keeps flushes larger than half a block from waiting: refills below one and a half of the largest take', async () => {
-    const { fetch, calls, fetchedTotal } = sequences(5)
-    const pool = new IdPool({ blockSize: 256 })
-    const waited: number[] = []
-    for (let flush = 0; flush < 30; flush++) {
-      const taken = await pool.take(new Map([[Review, 10_000]]), fetch)
-      waited.push(taken.fetched.length)
-      pool.refillIfLow()
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-    expect(waited[0]).toBe(1)
-    expect(waited.slice(1)).toEqual(waited.slice(1).map(() => 0))
-    // Blocks grow to the cap at most: 300,000 ids used, at most one capped block more fetched.
-    expect(fetchedTotal('"review"')).toBeLessThanOrEqual(300_000 + 2 * 65_536)
-    // A plain sequence's block stops at twice the largest take, so that a refill costs the server
-    // no more than about such a flush does: a fetch every flush and a half, each at most 20,000 ids.
-    expect(calls.length).toBeLessThanOrEqual(20)
-    expect(Math.max(...calls.slice(1).flat().map((r) => r.count))).toBeLessThanOrEqual(20_000)
-  })
+  it('keeps flushes larger than half a block from waiting: refills below one and a half of the largest take', () =>
+    onOwnClock(async () => {
+      const { fetch, calls, fetchedTotal } = sequences(5)
+      const pool = new IdPool({ blockSize: 256 })
+      const waited: number[] = []
+      for (let flush = 0; flush < 30; flush++) {
+        const taken = await settled(pool.take(new Map([[Review, 10_000]]), fetch))
+        waited.push(taken.fetched.length)
+        pool.refillIfLow()
+        await pause(10)
+      }
+      expect(waited[0]).toBe(1)
+      expect(waited.slice(1)).toEqual(waited.slice(1).map(() => 0))
+      // Blocks grow to the cap at most: 300,000 ids used, at most one capped block more fetched.
+      expect(fetchedTotal('"review"')).toBeLessThanOrEqual(300_000 + 2 * 65_536)
+      // A plain sequence's block stops at twice the largest take, so that a refill costs the server
+      // no more than about such a flush does: a fetch every flush and a half, each at most 20,000 ids.
+      expect(calls.length).toBeLessThanOrEqual(20)
+      expect(Math.max(...calls.slice(1).flat().map((r) => r.count))).toBeLessThanOrEqual(20_000)
+    }))
 
-  it('sizes refills by the rows a flush inserted, also when their ids came one by one at create', async () => {
-    const { fetch, calls } = sequences(5)
-    const pool = new IdPool({ blockSize: 256 })
-    const short: number[] = []
-    for (let flush = 0; flush < 20; flush++) {
-      // A unit of work of 10,000 creates: each takes its id at create while the pool has one; the
-      // flush takes the rest.
-      let missing = 0
-      for (let i = 0; i < 10_000; i++) if (pool.takeNow(Review) === undefined) missing++
-      if (missing > 0) await pool.take(new Map([[Review, missing]]), fetch)
-      short.push(missing)
-      pool.refillIfLow(new Map([[Review, 10_000]])) // as the flush does, with the rows it inserted
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-    // The first flush found nothing and the second too little; from then on every create found its id.
-    expect(short[0]).toBe(10_000)
-    expect(short.slice(2)).toEqual(short.slice(2).map(() => 0))
-    // Blocks stay at twice the unit of work: about 200,000 ids used, fetched within a block or two more.
-    expect(calls.flat().reduce((n, r) => n + r.count, 0)).toBeLessThanOrEqual(200_000 + 2 * 20_000)
-  })
+  it('sizes refills by the rows a flush inserted, also when their ids came one by one at create', () =>
+    onOwnClock(async () => {
+      const { fetch, calls } = sequences(5)
+      const pool = new IdPool({ blockSize: 256 })
+      const short: number[] = []
+      for (let flush = 0; flush < 20; flush++) {
+        // A unit of work of 10,000 creates: each takes its id at create while the pool has one; the
+        // flush takes the rest.
+        let missing = 0
+        for (let i = 0; i < 10_000; i++) if (pool.takeNow(Review) === undefined) missing++
+        if (missing > 0) await settled(pool.take(new Map([[Review, missing]]), fetch))
+        short.push(missing)
+        pool.refillIfLow(new Map([[Review, 10_000]])) // as the flush does, with the rows it inserted
+        await pause(10)
+      }
+      // The first flush found nothing and the second too little; from then on every create found its id.
+      expect(short[0]).toBe(10_000)
+      expect(short.slice(2)).toEqual(short.slice(2).map(() => 0))
+      // Blocks stay at twice the unit of work: about 200,000 ids used, fetched within a block or two more.
+      expect(calls.flat().reduce((n, r) => n + r.count, 0)).toBeLessThanOrEqual(200_000 + 2 * 20_000)
+    }))
 
   it('keeps a plain sequence’s blocks small enough to refill in about 2 ms, and lets a pooled sequence’s grow', async () => {
     for (const step of [1, 1000]) {
