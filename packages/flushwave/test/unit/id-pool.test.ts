@@ -61,6 +61,22 @@ async function settled<T>(promise: Promise<T>): Promise<T> {
 /** Time between flushes, on the test's own clock: background fetches land meanwhile. */
 const pause = (ms: number) => vi.advanceTimersByTimeAsync(ms)
 
+/**
+ * A pool on a pooled sequence (blocks of 2 ids per nextval) left with 4 spare review ids, and the
+ * refill it hands a flush to carry: `fetch` answers it as the flush's pipeline would.
+ */
+async function carryingRefill() {
+  const { fetch, calls } = sequences(0)
+  const pooled = async (requests: readonly IdRequest[]) => {
+    const answer = await fetch(requests)
+    return { ...answer, ids: answer.ids.map((block) => ({ ...block, step: 2 })) }
+  }
+  const pool = new IdPool({ blockSize: 16 })
+  await pool.take(new Map([[Review, 10]]), pooled) // 26 fetched, 16 left
+  await pool.take(new Map([[Review, 12]]), pooled) // 4 left
+  return { fetch, calls, pooled, pool, refill: pool.dueRefill()! }
+}
+
 describe('IdPool.takeNow (an id at create)', () => {
   it('never waits: none from an empty pool, none while a flush waits for ids', async () => {
     const { fetch } = sequences(5)
@@ -345,15 +361,7 @@ describe('IdPool', () => {
   })
 
   it('fetches for a take that the carried refill, once landed, does not cover', async () => {
-    const { fetch, calls } = sequences(0)
-    const pooled = async (requests: readonly IdRequest[]) => {
-      const answer = await fetch(requests)
-      return { ...answer, ids: answer.ids.map((block) => ({ ...block, step: 2 })) }
-    }
-    const pool = new IdPool({ blockSize: 16 })
-    await pool.take(new Map([[Review, 10]]), pooled) // 26 fetched, 16 left
-    await pool.take(new Map([[Review, 12]]), pooled) // 4 left
-    const refill = pool.dueRefill()!
+    const { fetch, calls, pooled, pool, refill } = await carryingRefill()
     // Queued behind the carrying flush: more than the refill will bring.
     const big = pool.take(new Map([[Review, 500]]), pooled)
     expect(calls).toHaveLength(1)
@@ -363,15 +371,7 @@ describe('IdPool', () => {
   })
 
   it('refills in the background when the flush that carried a refill brought no blocks back', async () => {
-    const { fetch, calls } = sequences(0)
-    const pooled = async (requests: readonly IdRequest[]) => {
-      const answer = await fetch(requests)
-      return { ...answer, ids: answer.ids.map((block) => ({ ...block, step: 2 })) }
-    }
-    const pool = new IdPool({ blockSize: 16 })
-    await pool.take(new Map([[Review, 10]]), pooled) // 26 fetched, 16 left
-    await pool.take(new Map([[Review, 12]]), pooled) // 4 left
-    const refill = pool.dueRefill()!
+    const { calls, pool, refill } = await carryingRefill()
     expect(calls).toHaveLength(1)
     pool.landed(refill, undefined) // the flush failed, or its executor carries no ids
     expect(calls).toHaveLength(2)
