@@ -52,6 +52,12 @@ interface Timed {
   readonly beginLateMs?: number
 }
 
+/** Whether a run's BEGIN left over 1 ms later than the median run's: a busy connection held it back. */
+function beganLate(runs: readonly Timed[]): (run: Timed) => boolean {
+  const mark = quantile(sortedCopy(runs.map((r) => r.beginLateMs ?? 0)), 0.5) + 1
+  return (run) => (run.beginLateMs ?? 0) > mark
+}
+
 const pauses: { start: number; end: number }[] = []
 const gc = new PerformanceObserver((list) => {
   for (const e of list.getEntries()) if (e.duration >= GC_PAUSE_MS) pauses.push({ start: e.startTime, end: e.startTime + e.duration })
@@ -123,7 +129,7 @@ try {
   }
   const slow = (runs: readonly Timed[]) => {
     const median = quantile(sortedCopy(runs.map((r) => r.ms)), 0.5)
-    const late = quantile(sortedCopy(runs.map((r) => r.beginLateMs ?? 0)), 0.5) + 1
+    const late = beganLate(runs)
     let paused = 0
     let busy = 0
     let server = 0
@@ -133,7 +139,7 @@ try {
     for (const r of over) {
       const slowStatements = serverLog.between(performance.timeOrigin + r.started, performance.timeOrigin + r.started + r.ms)
       if (pauses.some((p) => p.start < r.started + r.ms && p.end > r.started)) paused++
-      else if ((r.beginLateMs ?? 0) > late) busy++
+      else if (late(r)) busy++
       else if (slowStatements.length > 0) {
         server++
         for (const st of slowStatements) statements.set(st.what, (statements.get(st.what) ?? 0) + 1)
@@ -146,8 +152,7 @@ try {
   }
   console.log(`at ${latencyMs} ms latency, ${process.argv[2] === 'pooled' ? 'pooled' : 'plain'} sequences, Flushwave on ${Number(process.env.POOL ?? 1)} connection(s)`)
   // Slow or not: at a latency, a BEGIN held back by a refill costs a round trip, yet may stay under 2× the median.
-  const lateBegin = quantile(sortedCopy(flushwaveRuns.map((r) => r.beginLateMs ?? 0)), 0.5) + 1
-  const heldBack = flushwaveRuns.filter((r) => (r.beginLateMs ?? 0) > lateBegin).length
+  const heldBack = flushwaveRuns.filter(beganLate(flushwaveRuns)).length
   console.log(
     `bulkCreate×1 ×${FLUSHES}, flushwave:     ${describe(flushwaveRuns.map((r) => r.ms))}; flushes that waited on id allocation: ${waited}; ` +
       `whose BEGIN a busy connection held back over 1 ms: ${heldBack}`,

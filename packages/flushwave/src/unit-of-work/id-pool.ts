@@ -312,7 +312,10 @@ export class IdPool {
    */
   landed(refill: Refill, blocks: IdBlocks | undefined): void {
     if (refill.settled) return
-    if (blocks === undefined) return this.refillInBackground(refill)
+    if (blocks === undefined) {
+      this.refillInBackground(refill)
+      return
+    }
     refill.settled = true
     try {
       this.addBlocks(refill.asked, blocks, refill.started)
@@ -338,7 +341,9 @@ export class IdPool {
    */
   refillIfLow(inserted?: ReadonlyMap<EntityMeta, number>): void {
     const due = this.due(inserted)
-    if (due.length > 0) this.refillInBackground(this.ask(due))
+    // Without a shared fetch (every take so far was a transaction's), asking would restart the
+    // tables' demand counts with nothing fetched.
+    if (due.length > 0 && this.refillWith !== undefined) this.refillInBackground(this.ask(due))
   }
 
   /**
@@ -376,12 +381,12 @@ export class IdPool {
   }
 
   /** A failed refill costs nothing but the refill: the next shortfall fetches (and reports) as usual. */
-  private refillInBackground(refill: Refill): undefined {
+  private refillInBackground(refill: Refill): void {
     refill.settled = true
     const fetch = this.refillWith
     if (fetch === undefined) {
       this.fetching = false
-      return undefined
+      return
     }
     this.fetchInto(refill.asked, fetch)
       // Flushes that ran short meanwhile waited on this refill: they report it.
@@ -393,7 +398,6 @@ export class IdPool {
         this.fetching = false
         if (this.queue.length > 0) void this.pump(fetch)
       })
-    return undefined
   }
 
   /**
