@@ -7,7 +7,8 @@ import { flushwave, tcpNoDelay, type FlushPhases, type FlushResult } from 'flush
 import postgres from 'postgres'
 import { graph } from './data.js'
 import { fullGc } from './gc.js'
-import { insertIds, truncateAll } from './scenarios.js'
+import { emptyTables } from './empty-tables.js'
+import { emptyAll, insertIds } from './scenarios.js'
 import { mixedTable } from './schema.js'
 import { benchSchema, createGraph, mixedName } from './series/flushwave.js'
 import { median } from './stats.js'
@@ -58,7 +59,7 @@ type Orm = ReturnType<typeof flushwave<typeof benchSchema.defs>>
 
 let markers = 0
 async function bulkCreate(admin: postgres.Sql, orm: Orm, size: number): Promise<Sample> {
-  await truncateAll(admin)
+  await emptyAll(admin)
   const g = graph(size, `phases${++markers}`)
   const m = orm.em()
   await fullGc()
@@ -71,7 +72,7 @@ async function bulkCreate(admin: postgres.Sql, orm: Orm, size: number): Promise<
 /** As the mixedFlush cell: per table, one row created, one loaded row updated and one removed. */
 async function mixedFlush(admin: postgres.Sql, orm: Orm, size: number): Promise<Sample> {
   const tables = Array.from({ length: size }, (_, i) => mixedTable(i + 1))
-  await admin.unsafe(`truncate ${tables.join(', ')}`)
+  await emptyTables(admin, tables)
   const marker = `phases${++markers}`
   const seeded = await Promise.all(tables.map((table) => insertIds(admin, table, 2, marker)))
   const m = orm.em()
@@ -91,7 +92,7 @@ async function mixedFlush(admin: postgres.Sql, orm: Orm, size: number): Promise<
 
 async function cpuFlush(admin: postgres.Sql, orm: Orm, size: number): Promise<Sample> {
   const table = mixedTable(2)
-  await admin.unsafe(`truncate ${table}`)
+  await emptyTables(admin, [table])
   const ids = await insertIds(admin, table, size, `phases${++markers}`)
   const m = orm.em()
   const rows = await m.find(mixedName(table), { id: { in: ids } })

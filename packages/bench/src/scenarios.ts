@@ -1,5 +1,6 @@
 import type postgres from 'postgres'
 import { graph, graphRows } from './data.js'
+import { emptyTables } from './empty-tables.js'
 import { allTables, mixedTable } from './schema.js'
 import type { Series, UnitOfWork } from './series/types.js'
 
@@ -38,13 +39,13 @@ export function scenario(name: ScenarioName, size: number): Scenario {
   return { name, size, prepare: (admin, series, marker) => prepare(admin, series, marker, size) }
 }
 
-/** Empties every table (ids keep counting: pooled sequence values stay valid). */
-export async function truncateAll(admin: postgres.Sql): Promise<void> {
-  await admin.unsafe(`truncate ${allTables().join(', ')}`)
+/** Empties every table (see emptyTables; ids keep counting: pooled sequence values stay valid). */
+export async function emptyAll(admin: postgres.Sql): Promise<void> {
+  await emptyTables(admin, allTables())
 }
 
 async function prepareBulkCreate(admin: postgres.Sql, series: Series, marker: string, size: number): Promise<Prepared> {
-  await truncateAll(admin)
+  await emptyAll(admin)
   const g = graph(size, marker)
   return {
     run: await series.bulkCreate(g),
@@ -54,7 +55,7 @@ async function prepareBulkCreate(admin: postgres.Sql, series: Series, marker: st
 
 async function prepareScale(admin: postgres.Sql, series: Series, marker: string, size: number): Promise<Prepared> {
   if (!series.scale) throw new Error('this series has no scale unit of work')
-  await admin.unsafe('truncate scale_item')
+  await emptyTables(admin, ['scale_item'])
   const names = Array.from({ length: size }, (_, i) => `${marker}-${i}`)
   return {
     run: await series.scale(names),
@@ -63,7 +64,7 @@ async function prepareScale(admin: postgres.Sql, series: Series, marker: string,
 }
 
 async function prepareBulkUpdate(admin: postgres.Sql, series: Series, marker: string): Promise<Prepared> {
-  await truncateAll(admin)
+  await emptyAll(admin)
   const ids = await seedGraph(admin, 10, marker)
   const t01Ids = await insertIds(admin, mixedTable(1), 10, marker)
   const seed = {
@@ -94,7 +95,7 @@ async function prepareBulkUpdate(admin: postgres.Sql, series: Series, marker: st
 
 async function prepareMixedFlush(admin: postgres.Sql, series: Series, marker: string, size: number): Promise<Prepared> {
   const tables = Array.from({ length: size }, (_, i) => mixedTable(i + 1))
-  await admin.unsafe(`truncate ${tables.join(', ')}`)
+  await emptyTables(admin, tables)
   const updateIds: number[] = []
   const deleteIds: number[] = []
   for (const table of tables) {
@@ -116,7 +117,7 @@ async function prepareMixedFlush(admin: postgres.Sql, series: Series, marker: st
 }
 
 async function prepareDeleteGraph(admin: postgres.Sql, series: Series, marker: string): Promise<Prepared> {
-  await truncateAll(admin)
+  await emptyAll(admin)
   const ids = await seedGraph(admin, 1, marker)
   const authorId = ids.authorIds[0]!
   return {
@@ -129,7 +130,7 @@ async function prepareDeleteGraph(admin: postgres.Sql, series: Series, marker: s
 
 async function prepareCpu(admin: postgres.Sql, series: Series, marker: string, size: number, dirty: boolean): Promise<Prepared> {
   const table = mixedTable(2)
-  await admin.unsafe(`truncate ${table}`)
+  await emptyTables(admin, [table])
   const ids = await insertIds(admin, table, size, marker)
   const seed = { table, ids }
   return {
