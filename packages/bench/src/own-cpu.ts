@@ -1,0 +1,107 @@
+/**
+ * Flushwave's own client work per unit of work, without a database: `em.create` and the rest of the
+ * unit of work, then the flush up to the executor (checks, change set, plan, SQL) and after it
+ * (record), with an executor that answers at once. What is left when the server, the driver and
+ * the network are taken out, measured in three states of the process, sample by sample in turn:
+ *
+ * - `hot`: right after the previous sample, as in a tight loop;
+ * - `after GC`: after a full GC and a 3 ms pause, as the benchmark takes every sample;
+ * - `cold caches`: after 3 ms of writes over 32 MiB, which evicts the CPU's caches without a GC.
+ *
+ * Medians are steady to a few µs from run to run (no server shares the 2 cores), so a change to the
+ * flush path shows here before it can show in the benchmark's noise.
+ *
+ *   pnpm --filter bench exec tsx src/own-cpu.ts mixedFlush 10 2000
+ *   pnpm --filter bench exec tsx src/own-cpu.ts bulkCreate 1 2000
+ */
+import { flushwave, type Executor } from 'flushwave'
+import { graph } from './data.js'
+import { fullGc } from './gc.js'
+import { mixedTable } from './schema.js'
+import { benchSchema, createGraph, mixedName, type Em } from './series/flushwave.js'
+import { quantile, sortedCopy } from './stats.js'
+
+const [scenario = 'mixedFlush', size = '10', rounds = '2000'] = process.argv.slice(2)
+
+let nextId = 1n
+/** Answers at once: ids counted up, every read a row per id asked for, every write one row per statement. */
+const executor: Executor = {
+  read: async (statement) => {
+    // The finds below ask `id = any($1::int8[])` and select id, name, value, updated_at.
+    const ids = String(statement.params[0]).replace(/[{}"]/g, '').split(',')
+    return ids.map((id) => [id, 'loaded', 0, '2026-01-01T00:00:00Z'])
+  },
+  write: async (waves) => ({ rowCounts: waves.map((wave) => wave.map(() => 1)), returned: new Map(), roundTrips: 1, coldStatements: 0 }),
+  nextIds: async (requests) => ({
+    ids: requests.map((r) => {
+      const first = nextId
+      nextId += BigInt(r.count)
+      return { first, count: r.count, step: 1 }
+    }),
+    roundTrips: 1,
+  }),
+  transaction: async (work) => work(executor),
+  warmUp: async () => ({ connections: 1, prepared: 0, durationMs: 0 }),
+}
+const orm = flushwave({ schema: benchSchema, executor })
+
+/** Untimed: what the unit of work needs loaded; returns the timed part. */
+type Prepare = (m: Em, round: number) => Promise<() => Promise<unknown>>
+
+const units: Record<string, Prepare> = {
+  bulkCreate: async (m, round) => {
+    const g = graph(Number(size), `own${round}`)
+    return async () => {
+      createGraph(m, g)
+      return m.flush()
+    }
+  },
+  mixedFlush: async (m, round) => {
+    const tables = Array.from({ length: Number(size) }, (_, i) => mixedTable(i + 1))
+    const ids = tables.map((_, i) => [4 * (round * tables.length + i) + 1, 4 * (round * tables.length + i) + 2] as const)
+    const loaded = await Promise.all(tables.map((table, i) => m.find(mixedName(table), { id: { in: [...ids[i]!] } })))
+    return async () => {
+      tables.forEach((table, i) => {
+        m.create(mixedName(table), { name: 'created', value: 1 })
+        for (const row of loaded[i]!) {
+          if (row.id === ids[i]![0]) row.value = 42
+          else m.remove(row)
+        }
+      })
+      return m.flush()
+    }
+  },
+}
+
+const prepare = units[scenario]
+if (!prepare) throw new Error(`own-cpu.ts runs ${Object.keys(units).join(' or ')}, not ${scenario}`)
+
+const evict = new Float64Array(4 << 20) // 32 MiB
+function evictCaches(): void {
+  const until = performance.now() + 3
+  for (let i = 0; performance.now() < until; ) for (let k = 0; k < 4096; k++) evict[(i += 4099) & (evict.length - 1)]! += 1
+}
+
+const states: Record<string, () => Promise<void> | void> = {
+  hot: () => {},
+  'after GC': fullGc,
+  'cold caches': evictCaches,
+}
+const names = Object.keys(states)
+const times = names.map(() => [] as number[])
+const total = Number(rounds)
+for (let round = 0; round < total; round++) {
+  for (let k = 0; k < names.length; k++) {
+    const s = (round + k) % names.length // rotate which state follows which
+    const run = await prepare(orm.em(), round * names.length + k)
+    await states[names[s]!]!()
+    const started = performance.now()
+    await run()
+    // The first quarter warms the process up.
+    if (round >= total / 4) times[s]!.push((performance.now() - started) * 1000)
+  }
+}
+for (const [s, name] of names.entries()) {
+  const sorted = sortedCopy(times[s]!)
+  console.log(`${scenario}×${size} ${name.padEnd(11)} median ${quantile(sorted, 0.5).toFixed(0).padStart(5)} µs, p90 ${quantile(sorted, 0.9).toFixed(0).padStart(5)} µs (${sorted.length} samples)`)
+}
