@@ -13,8 +13,9 @@ const deletedSince = new Map<string, number>()
  * preparation. Measured with log_min_duration_statement = 0, bulkCreate ×1 after a TRUNCATE:
  * Flushwave's BEGIN took the server 151 µs and its inserts' binds 59–183 µs, while raw-pipelined,
  * whose preparation's nextval calls had done most of the rebuild, had 19 µs and 57–232 µs; after a
- * DELETE, 6–23 µs for every one of them, in both. Tables in production are not truncated between requests. (In mixedFlush it
- * was the other way round: Flushwave's find() did the rebuild, the hand-written series paid it.)
+ * DELETE, 6–23 µs for every one of them, in both. Tables in production are not truncated between
+ * requests. (In mixedFlush it was the other way round: Flushwave's find() did the rebuild, the
+ * hand-written series paid it.)
  *
  * Dead rows pile up for autovacuum; once a table has lost TRUNCATE_AFTER_ROWS rows that way, the
  * next emptying truncates it, so that a large scenario does not grow the heap without bound. A

@@ -18,7 +18,8 @@ import { flushwave, type Executor } from 'flushwave'
 import { graph } from './data.js'
 import { fullGc } from './gc.js'
 import { mixedTable } from './schema.js'
-import { benchSchema, createGraph, mixedName, type Em } from './series/flushwave.js'
+import { benchSchema, flushwaveUnitsOfWork } from './series/flushwave.js'
+import type { UnitOfWork } from './series/types.js'
 import { quantile, sortedCopy } from './stats.js'
 
 const [scenario = 'mixedFlush', size = '10', rounds = '2000'] = process.argv.slice(2)
@@ -27,7 +28,7 @@ let nextId = 1n
 /** Answers at once: ids counted up, every read a row per id asked for, every write one row per statement. */
 const executor: Executor = {
   read: async (statement) => {
-    // The finds below ask `id = any($1::int8[])` and select id, name, value, updated_at.
+    // mixedFlush's finds ask `id = any($1::int8[])` and select id, name, value, updated_at.
     const ids = String(statement.params[0]).replace(/[{}"]/g, '').split(',')
     return ids.map((id) => [id, 'loaded', 0, '2026-01-01T00:00:00Z'])
   },
@@ -45,31 +46,22 @@ const executor: Executor = {
 }
 const orm = flushwave({ schema: benchSchema, executor })
 
-/** Untimed: what the unit of work needs loaded; returns the timed part. */
-type Prepare = (m: Em, round: number) => Promise<() => Promise<unknown>>
+// The bench's own Flushwave units of work: what the Flushwave series times, with this executor.
+const series = flushwaveUnitsOfWork(() => orm.em(), async () => {})
 
-const units: Record<string, Prepare> = {
-  bulkCreate: async (m, round) => {
-    const g = graph(Number(size), `own${round}`)
-    return async () => {
-      createGraph(m, g)
-      return m.flush()
-    }
-  },
-  mixedFlush: async (m, round) => {
+/** Untimed: what the unit of work needs (the finds of mixedFlush among it); returns the timed part. */
+const units: Record<string, (round: number) => Promise<UnitOfWork>> = {
+  bulkCreate: (round) => series.bulkCreate(graph(Number(size), `own${round}`)),
+  mixedFlush: (round) => {
     const tables = Array.from({ length: Number(size) }, (_, i) => mixedTable(i + 1))
-    const ids = tables.map((_, i) => [4 * (round * tables.length + i) + 1, 4 * (round * tables.length + i) + 2] as const)
-    const loaded = await Promise.all(tables.map((table, i) => m.find(mixedName(table), { id: { in: [...ids[i]!] } })))
-    return async () => {
-      tables.forEach((table, i) => {
-        m.create(mixedName(table), { name: 'created', value: 1 })
-        for (const row of loaded[i]!) {
-          if (row.id === ids[i]![0]) row.value = 42
-          else m.remove(row)
-        }
-      })
-      return m.flush()
-    }
+    const first = (i: number) => 2 * (round * tables.length + i) + 1
+    return series.mixedFlush({
+      tables,
+      updateIds: tables.map((_, i) => first(i)),
+      deleteIds: tables.map((_, i) => first(i) + 1),
+      insertName: `own${round}`,
+      updateValue: 42,
+    })
   },
 }
 
@@ -93,7 +85,7 @@ const total = Number(rounds)
 for (let round = 0; round < total; round++) {
   for (let k = 0; k < names.length; k++) {
     const s = (round + k) % names.length // rotate which state follows which
-    const run = await prepare(orm.em(), round * names.length + k)
+    const run = await prepare(round * names.length + k)
     await states[names[s]!]!()
     const started = performance.now()
     await run()
