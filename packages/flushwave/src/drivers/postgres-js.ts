@@ -265,11 +265,12 @@ export class PostgresJsExecutor implements Executor {
           ended = last && settled[settled.length - 1]?.status === 'fulfilled'
           throw failure
         }
-        batch.statements.forEach((s, i) => {
+        for (let i = 0; i < batch.statements.length; i++) {
+          const s = batch.statements[i]!
           const result = (settled[offset + i] as unknown as PromiseFulfilledResult<unknown[][] & { count: number }>).value
           rowCounts[batch.wave]!.push(result.count)
           if (returnsRows(s.op)) returned.set(s.op, withoutLeadingHoles(result))
-        })
+        }
         if (last) {
           ended = true
           const tag = (settled[settled.length - 1] as unknown as PromiseFulfilledResult<{ command: string }>).value.command
@@ -370,7 +371,8 @@ export class PostgresJsExecutor implements Executor {
   }
 
   private run(sql: Sql | ReservedSql, statement: Statement): PendingQuery<Row[]> {
-    const params = statement.params.map((p) => sql.typed(p as never, UNKNOWN_OID))
+    const params: unknown[] = []
+    for (const p of statement.params) params.push(sql.typed(p as never, UNKNOWN_OID))
     // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
     // Every parameter is typed here, so a new shape needs no describe wait (inline-prepare.ts).
     const query = prepareInline(sql.unsafe<Row[]>(statement.text, params as never[], { prepare: true }))

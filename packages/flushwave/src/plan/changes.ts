@@ -31,7 +31,9 @@ export interface NewRows {
 }
 
 export function newRows(entity: EntityMeta): NewRows {
-  return { entity, ids: [], columns: entity.fields.map(() => []) }
+  const columns: Text[][] = []
+  for (let i = 0; i < entity.fields.length; i++) columns.push([])
+  return { entity, ids: [], columns }
 }
 
 /** Rows given one by one (tests, warm-up) as column-wise inserts, one entry per table in first-seen order. */

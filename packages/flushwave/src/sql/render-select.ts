@@ -33,7 +33,9 @@ function lockClause(lock: RowLock | undefined): string {
 
 /** `t.id, t.field…`: rows come back as arrays in this order (see `decodeRow`). */
 export function selectList(entity: EntityMeta, alias = 't'): string {
-  return [entity.id, ...entity.fields].map((c) => c.type.selectExpr(`${alias}.${c.quoted}`)).join(', ')
+  let list = entity.id.type.selectExpr(`${alias}.${entity.id.quoted}`)
+  for (const f of entity.fields) list += `, ${f.type.selectExpr(`${alias}.${f.quoted}`)}`
+  return list
 }
 
 export function renderLoadByIds(entity: EntityMeta, ids: readonly string[], lock?: RowLock): Statement {
@@ -66,20 +68,22 @@ export function renderLoadLinks(link: ManyToManyMeta, ownerIds: readonly string[
 
 export function renderFind(entity: EntityMeta, conditions: readonly Condition[], options: SelectOptions = {}): Statement {
   const params: Text[] = []
-  const bind = (value: Text, cast: string): string => {
-    params.push(value)
-    return `$${params.length}::${cast}`
-  }
-  const where = conditions.map((c) => {
-    const column = `t.${c.column}`
-    if ('values' in c) return `${column} = any(${bind(arrayLiteral(c.values), `${c.sqlType}[]`)})`
-    if ('value' in c) return `${column} ${c.op} ${bind(c.value, c.sqlType)}`
-    return `${column} ${c.op}`
-  })
   let text = `select ${selectList(entity)} from ${entity.quotedTable} as t`
-  if (where.length > 0) text += ` where ${where.join(' and ')}`
+  for (let i = 0; i < conditions.length; i++) {
+    const c = conditions[i]!
+    text += `${i === 0 ? ' where' : ' and'} t.${c.column}`
+    if ('values' in c) text += ` = any(${bind(params, arrayLiteral(c.values), `${c.sqlType}[]`)})`
+    else if ('value' in c) text += ` ${c.op} ${bind(params, c.value, c.sqlType)}`
+    else text += ` ${c.op}`
+  }
   if (options.orderBy?.length) text += ` order by ${options.orderBy.map(([c, d]) => `t.${c} ${d}`).join(', ')}`
-  if (options.limit !== undefined) text += ` limit ${bind(String(options.limit), 'int8')}`
+  if (options.limit !== undefined) text += ` limit ${bind(params, String(options.limit), 'int8')}`
   text += lockClause(options.lock)
   return { text, params }
+}
+
+/** Adds a bind parameter; returns its placeholder, with its cast. */
+function bind(params: Text[], value: Text, cast: string): string {
+  params.push(value)
+  return `$${params.length}::${cast}`
 }

@@ -17,7 +17,13 @@ import type { WriteStatement } from './statement.js'
  * delete shapes, which postgres.js prepares once per connection.
  */
 export function renderPlan(plan: Plan): WriteStatement[][] {
-  return plan.waves.map((wave) => wave.ops.map((op) => renderOp(op)))
+  const waves: WriteStatement[][] = []
+  for (const wave of plan.waves) {
+    const statements: WriteStatement[] = []
+    for (const op of wave.ops) statements.push(renderOp(op))
+    waves.push(statements)
+  }
+  return waves
 }
 
 /**
@@ -27,9 +33,9 @@ export function renderPlan(plan: Plan): WriteStatement[][] {
 export function renderOp(op: Op, form: 'rows' | 'shared' = 'rows'): WriteStatement {
   switch (op.kind) {
     case 'insert':
-      return { op, ...renderInsert(op, form === 'shared' ? nothingShared(op.entity) : sharedDecoded(op.entity, op.ids.length, (i) => op.columns[i]!)) }
+      return { op, ...renderInsert(op, form === 'shared' ? nothingShared(op.entity) : sharedDecoded(op)) }
     case 'update':
-      return { op, ...renderUpdate(op, form === 'shared' ? nothingShared(op.entity) : sharedDecoded(op.entity, op.ids.length, (i) => op.columns[i]!.values, (i) => op.columns[i]!.set)) }
+      return { op, ...renderUpdate(op, form === 'shared' ? nothingShared(op.entity) : sharedDecoded(op)) }
     case 'delete':
       return { op, ...renderDelete(op) }
     case 'link-insert':
@@ -77,12 +83,13 @@ export function writesOneRow(op: Op): boolean {
  * the shared values saved almost nothing (319 and 359 µs): a function scan pays per array. A
  * statement whose rows differ keeps the array form: a second shape per op.
  */
-function sharedDecoded(e: EntityMeta, rows: number, values: (field: number) => readonly Text[], set?: (field: number) => readonly boolean[]): Text[] | undefined {
-  if (rows === 0) return undefined
+function sharedDecoded(op: InsertOp | UpdateOp): Text[] | undefined {
+  const e = op.entity
+  if (op.ids.length === 0) return undefined
   let shared: Text[] | undefined
   for (let i = 0; i < e.fields.length; i++) {
     if (!isDecoded(e.fields[i]!)) continue
-    const value = sharedValue(values(i), set?.(i))
+    const value = op.kind === 'insert' ? sharedValue(op.columns[i]!, undefined) : sharedValue(op.columns[i]!.values, op.columns[i]!.set)
     if (value === undefined) return undefined
     ;(shared ??= [])[i] = value
   }
@@ -114,13 +121,14 @@ function renderInsert(op: InsertOp, shared: readonly Text[] | undefined) {
   const e = op.entity
   if (writesOneRow(op)) {
     const params: (string | null)[] = [op.ids[0]!]
-    op.columns.forEach((column, i) => params.push(scalarText(e.fields[i]!, column[0] ?? null)))
+    for (let i = 0; i < op.columns.length; i++) params.push(scalarText(e.fields[i]!, op.columns[i]![0] ?? null))
     return { text: cached(e, 'insert-one', () => insertOneText(e)), params }
   }
-  const params = [
-    arrayLiteral(op.ids, e.id.type.sqlType),
-    ...op.columns.map((column, i) => (sharedField(e.fields[i]!, shared) ? scalarText(e.fields[i]!, shared![i] ?? null) : arrayLiteral(column, wireType(e.fields[i]!)))),
-  ]
+  const params: Text[] = [arrayLiteral(op.ids, e.id.type.sqlType)]
+  for (let i = 0; i < op.columns.length; i++) {
+    const f = e.fields[i]!
+    params.push(sharedField(f, shared) ? scalarText(f, shared![i] ?? null) : arrayLiteral(op.columns[i]!, wireType(f)))
+  }
   const select = () => unnestSelect(e, shared !== undefined)
   if (op.upsert === undefined) return { text: cached(e, shared ? 'insert-shared' : 'insert', () => `insert into ${e.quotedTable} (${columnNames(e)}) ${select()}`), params }
   return { text: `insert into ${e.quotedTable} as t (${columnNames(e)}) ${select()} ${onConflict(e, op.upsert)}`, params }
@@ -204,9 +212,10 @@ function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) {
   const arrays = [`$1::${e.id.type.sqlType}[]`]
   const aliases = ['k']
   const params: (string | null)[] = [arrayLiteral(op.ids, e.id.type.sqlType)]
-  e.fields.forEach((f, i) => {
+  for (let i = 0; i < e.fields.length; i++) {
+    const f = e.fields[i]!
     const mode = modes[i]
-    if (f.version || mode === 'none') return
+    if (f.version || mode === 'none') continue
     const n = params.length
     // A shared value is one scalar (sharedDecoded).
     const one = sharedField(f, shared)
@@ -225,7 +234,7 @@ function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) {
       aliases.push(`s${i + 1}`)
       params.push(boolArrayLiteral(column.set))
     }
-  })
+  }
   counters.forEach((f, c) => {
     arrays.push(`$${params.length + 1}::${f.type.sqlType}[]`)
     aliases.push(`i${c + 1}`)
@@ -275,15 +284,20 @@ function setModes(op: UpdateOp, shared: boolean): readonly SetMode[] {
   if (op.increments !== undefined || (op.versions && e.version) || op.ids.length === 0) return flagged()
   let key = shared ? 's' : 'a'
   let named = 0
-  const modes = op.columns.map((column, i): SetMode => {
-    if (e.fields[i]!.version) return 'none'
+  const modes: SetMode[] = []
+  for (let i = 0; i < op.columns.length; i++) {
+    if (e.fields[i]!.version) {
+      modes.push('none')
+      continue
+    }
+    const column = op.columns[i]!
     let count = 0
     for (const set of column.set) if (set) count++
     const mode = count === 0 ? 'none' : count === column.set.length ? 'every' : 'some'
     if (mode !== 'none') named++
     key += mode === 'none' ? '-' : mode === 'every' ? 'e' : 's'
-    return mode
-  })
+    modes.push(mode)
+  }
   if (named === 0) return flagged()
   let seen = multiRowShapes.get(e)
   if (seen === undefined) multiRowShapes.set(e, (seen = new Set()))
@@ -350,23 +364,25 @@ function oneRowUpdate(op: UpdateOp) {
   const e = op.entity
   const params: Text[] = [op.ids[0]!]
   let key = ''
-  e.fields.forEach((f, i) => {
+  for (let i = 0; i < e.fields.length; i++) {
+    const f = e.fields[i]!
     const column = op.columns[i]!
-    if (f.version || !column.set[0]) return
+    if (f.version || !column.set[0]) continue
     params.push(scalarText(f, column.values[0] ?? null))
     key += `${i},`
-  })
+  }
   if (params.length > 1) {
     const text = updateShape(e, key, () => setColumnsText(e, op))
     if (text !== undefined) return { text, params }
   }
   // Per field, its value and whether the row sets it: $2, $3 for the first, and so on.
   const all: Text[] = [op.ids[0]!]
-  e.fields.forEach((f, i) => {
-    if (f.version) return
+  for (let i = 0; i < e.fields.length; i++) {
+    const f = e.fields[i]!
+    if (f.version) continue
     const column = op.columns[i]!
     all.push(scalarText(f, column.values[0] ?? null), column.set[0] ? 't' : 'f')
-  })
+  }
   return { text: cached(e, 'update-one', () => everyColumnText(e)), params: all }
 }
 

@@ -259,6 +259,9 @@ function expectedVersion(state: EntityState): string {
   return version
 }
 
+/** Whether rows of `meta` have a key a written row could take: a unique key, or ids the application provides. */
+const keyed = (meta: EntityMeta): boolean => meta.uniqueKeys.length > 0 || meta.id.strategy === 'provided'
+
 /**
  * Replace by key: removed entities whose unique key (or provided id) a row written by this flush
  * takes. Deleted after the inserts as usual, they would make the flush fail with a unique
@@ -277,7 +280,6 @@ function replacedKeys(
   fieldText: (state: EntityState, field: FieldMeta, value: unknown) => Text,
   idText: (state: EntityState, entity: HasState) => string,
 ): Set<HasState> | undefined {
-  const keyed = (meta: EntityMeta) => meta.uniqueKeys.length > 0 || meta.id.strategy === 'provided'
   const taken = new Set<string>()
   for (const entity of writers) {
     const state = entity[STATE]

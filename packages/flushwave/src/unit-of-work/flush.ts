@@ -1,6 +1,6 @@
 import type { Executor, Recovery } from '../drivers/executor.js'
 import { ConnectionLostError, FlushError } from '../errors.js'
-import { isEmpty } from '../plan/changes.js'
+import { isEmpty, type NewRows } from '../plan/changes.js'
 import { rowCount, serverCountsRows, tableOf, type Op } from '../plan/ops.js'
 import type { Plan, Preparation } from '../plan/plan.js'
 import { planFlush } from '../plan/planner.js'
@@ -91,11 +91,12 @@ export async function flush(ctx: FlushContext): Promise<FlushResult> {
   clock.lap('changes')
   const plan = planFlush(set.changes, ctx.order, preparation, ctx.maxRows)
   clock.lap('plan')
-  const prepared = preparation.reduce((n, p) => n + p.roundTrips, 0)
+  let prepared = 0
+  for (const p of preparation) prepared += p.roundTrips
   if (isEmpty(set.changes)) return result(plan, [], prepared, 0, clock)
   const waves = renderPlan(plan)
   clock.lap('render')
-  const inserted = assigned.size > 0 || set.inserted.length > 0 ? new Map(set.changes.inserts.map((rows) => [rows.entity, rows.ids.length])) : undefined
+  const inserted = assigned.size > 0 || set.inserted.length > 0 ? insertedPerTable(set.changes.inserts) : undefined
   // The id pool's refill, when this flush leaves it low and it is cheap for the server (pooled
   // sequences), rides at the end of the flush's pipeline, after COMMIT: no round trip of its own,
   // and no connection held apart from the flush's (a background refill on a pool of one made the
@@ -343,21 +344,30 @@ function followCascades(uow: UnitOfWork, returned: ReadonlyMap<Op, readonly (rea
   }
 }
 
+/** Rows inserted per table, for the id pool's demand. */
+function insertedPerTable(inserts: readonly NewRows[]): Map<EntityMeta, number> {
+  const out = new Map<EntityMeta, number>()
+  for (const rows of inserts) out.set(rows.entity, rows.ids.length)
+  return out
+}
+
 function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrips: number, coldStatements: number, clock: PhaseClock): FlushResult {
   const inserted: Record<string, number> = {}
   const upserted: Record<string, number> = {}
   const updated: Record<string, number> = {}
   const deleted: Record<string, number> = {}
   let statements = 0
-  plan.waves.forEach((wave, w) =>
-    wave.ops.forEach((op, i) => {
+  for (let w = 0; w < plan.waves.length; w++) {
+    const ops = plan.waves[w]!.ops
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!
       statements++
       const into = op.kind === 'insert' && op.upsert ? upserted : op.kind === 'insert' || op.kind === 'link-insert' ? inserted : UPDATES.has(op.kind) ? updated : deleted
       const table = tableOf(op)
       const counted = serverCountsRows(op) ? rowCounts[w]?.[i] : undefined
       into[table] = (into[table] ?? 0) + (counted ?? rowCount(op))
-    }),
-  )
+    }
+  }
   return {
     inserted,
     upserted,

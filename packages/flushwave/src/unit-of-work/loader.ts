@@ -44,7 +44,9 @@ export class Loader {
   async find(meta: EntityMeta, where: readonly Condition[], options: SelectOptions): Promise<HasState[]> {
     const rows = await this.executor().read(renderFind(meta, where, options))
     // A locking read returns the rows as they are now: entities already here take their values.
-    return rows.map((row) => this.uow.hydrate(meta, row, options.lock !== undefined))
+    const entities: HasState[] = []
+    for (const row of rows) entities.push(this.uow.hydrate(meta, row, options.lock !== undefined))
+    return entities
   }
 
   /** Reads and locks one row, never batched (the lock is the point), refreshing the entity if it is here. */

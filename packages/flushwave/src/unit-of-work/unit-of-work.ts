@@ -219,13 +219,14 @@ export class UnitOfWork implements CollectionFactory {
     if (state.status !== 'stub') return entity
     this.changing(entity)
     const snapshot: Record<string, unknown> = { ...state.snapshot }
-    meta.fields.forEach((field, i) => {
+    for (let i = 0; i < meta.fields.length; i++) {
+      const field = meta.fields[i]!
       const [value, text] = this.decode(field, row[i + 1])
       if (!(field.prop in snapshot)) snapshot[field.prop] = text
-      if (field.prop in state.values) return
+      if (field.prop in state.values) continue
       state.values[field.prop] = value
       if (field.ref) this.referrers.note(field, entity, value)
-    })
+    }
     state.snapshot = snapshot
     state.status = 'managed'
     pinDates(state)

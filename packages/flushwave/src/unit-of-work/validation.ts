@@ -4,6 +4,8 @@ import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { changeableInPlace, readValue, type CollectionFactory } from './entity-class.js'
 import { label, STATE, type HasState } from './entity-state.js'
 
+const hasRules = (f: FieldMeta): boolean => f.rules.length > 0
+
 type Validate = (entity: HasState) => string | readonly string[] | undefined
 
 /**
@@ -19,7 +21,7 @@ export function validate(entities: readonly HasState[], entityRule: (name: strin
     const state = entity[STATE]
     let ofType = rules.get(state.meta)
     if (ofType === undefined) {
-      const fields = state.meta.fields.filter((f) => f.rules.length > 0)
+      const fields = state.meta.fields.filter(hasRules)
       const rule = entityRule(state.meta.name)
       rules.set(state.meta, (ofType = fields.length === 0 && rule === undefined ? null : { fields, entity: rule }))
     }

@@ -16,11 +16,10 @@ export function conditions(meta: EntityMeta, where: Record<string, unknown>): Co
   for (const [prop, spec] of Object.entries(where)) {
     const column = columnOf(meta, prop) // an unknown property is an error even with an undefined value
     if (spec === undefined) continue
-    const text = (value: unknown): string => toText(meta, prop, column, value)
     if (spec === null) {
       out.push({ column: column.quoted, op: 'is null' })
     } else if (!isComparison(spec)) {
-      out.push({ column: column.quoted, sqlType: column.type.sqlType, op: '=', value: text(spec) })
+      out.push({ column: column.quoted, sqlType: column.type.sqlType, op: '=', value: toText(meta, prop, column, spec) })
     } else {
       for (const [key, value] of Object.entries(spec)) {
         if (key !== 'in' && key !== 'isNull' && !Object.hasOwn(OPERATORS, key)) {
@@ -29,7 +28,7 @@ export function conditions(meta: EntityMeta, where: Record<string, unknown>): Co
         if (value === undefined) continue
         if (key === 'in') {
           if (!Array.isArray(value)) throw new InvalidValueError(meta.name, prop, value, '`in` takes an array')
-          out.push({ column: column.quoted, sqlType: column.type.sqlType, op: 'in', values: value.map(text) })
+          out.push({ column: column.quoted, sqlType: column.type.sqlType, op: 'in', values: textsOf(meta, prop, column, value) })
         } else if (key === 'isNull') {
           // A string such as 'false' is truthy: only a boolean says which.
           if (typeof value !== 'boolean') throw new InvalidValueError(meta.name, prop, value, '`isNull` takes a boolean')
@@ -41,7 +40,7 @@ export function conditions(meta: EntityMeta, where: Record<string, unknown>): Co
           if (reason) throw new InvalidValueError(meta.name, prop, value, reason)
           out.push({ column: column.quoted, sqlType: 'text', op: 'like', value: value as string })
         } else {
-          out.push({ column: column.quoted, sqlType: column.type.sqlType, op: OPERATORS[key]!, value: text(value) })
+          out.push({ column: column.quoted, sqlType: column.type.sqlType, op: OPERATORS[key]!, value: toText(meta, prop, column, value) })
         }
       }
     }
@@ -61,6 +60,12 @@ export function columnOf(meta: EntityMeta, prop: string): ColumnRef {
   if (!field) throw new InvalidValueError(meta.name, prop, undefined, 'is not a column or many-to-one of this entity')
   if (field.type.sqlType === 'jsonb') throw new InvalidValueError(meta.name, prop, undefined, 'jsonb columns cannot be filtered with find()')
   return { quoted: field.quoted, type: field.type, field }
+}
+
+function textsOf(meta: EntityMeta, prop: string, column: ColumnRef, values: readonly unknown[]): string[] {
+  const texts: string[] = []
+  for (const value of values) texts.push(toText(meta, prop, column, value))
+  return texts
 }
 
 function toText(meta: EntityMeta, prop: string, column: ColumnRef, value: unknown): string {
