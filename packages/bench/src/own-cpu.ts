@@ -16,6 +16,11 @@
  *
  *   pnpm --filter bench exec tsx src/own-cpu.ts mixedFlush 10 2000
  *   pnpm --filter bench exec tsx src/own-cpu.ts bulkCreate 1 2000
+ *
+ * A fourth argument picks states, in turn: `'after GC'` alone runs every unit of work right after
+ * a full GC, with nothing run between two of them, as in the benchmark (where the other series
+ * run between two of Flushwave's samples). That costs more than `after GC` among the other states,
+ * whose runs keep more of Flushwave's compiled code and hidden classes alive.
  */
 import { flushwave, type Executor } from 'flushwave'
 import { graph } from './data.js'
@@ -25,7 +30,7 @@ import { benchSchema, flushwaveUnitsOfWork } from './series/flushwave.js'
 import type { UnitOfWork } from './series/types.js'
 import { quantile, sortedCopy } from './stats.js'
 
-const [scenario = 'mixedFlush', size = '10', rounds = '2000'] = process.argv.slice(2)
+const [scenario = 'mixedFlush', size = '10', rounds = '2000', only] = process.argv.slice(2)
 
 let nextId = 1n
 /** Answers at once: ids counted up, every read a row per id asked for, every write one row per statement. */
@@ -83,7 +88,8 @@ const states: Record<string, () => Promise<void> | void> = {
   'cold caches': evictCaches,
   'minor GC': minorGc,
 }
-const names = Object.keys(states)
+const names = only === undefined ? Object.keys(states) : only.split(',')
+for (const name of names) if (!(name in states)) throw new Error(`own-cpu.ts states are ${Object.keys(states).join(', ')}, not ${name}`)
 const times = names.map(() => [] as number[])
 const total = Number(rounds)
 for (let round = 0; round < total; round++) {
