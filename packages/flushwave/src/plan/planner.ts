@@ -3,6 +3,7 @@ import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
 import type { Changes, LinkChange, NewRows, RowDelete, RowUpdate, RowUpsert, Text } from './changes.js'
 import { cascade, purgeOps } from './cascade.js'
 import { chunk, DEFAULT_MAX_ROWS } from './chunk.js'
+import { addTo } from './groups.js'
 import { tableIndex, type FixUp, type TableIndex } from './table-index.js'
 import type { DeleteOp, InsertOp, LinkDeleteOp, LinkInsertOp, Op, RowSet, UpdateOp } from './ops.js'
 import type { Plan, Preparation } from './plan.js'
@@ -189,9 +190,7 @@ function upsertGroups(rows: readonly RowUpsert[]): RowUpsert[][] {
   for (const row of rows) {
     const spec = row.upsert
     const signature = `${spec.key === 'id' ? 'id' : spec.key.map((f) => f.prop).join(',')}|${spec.update.map((f) => f.prop).join(',')}`
-    const group = groups.get(signature)
-    if (group) group.push(row)
-    else groups.set(signature, [row])
+    addTo(groups, signature, row)
   }
   return [...groups.values()]
 }
@@ -335,10 +334,4 @@ function byEntity<R extends { readonly entity: EntityMeta }>(rows: readonly R[])
   const out = new Map<EntityMeta, R[]>()
   for (const row of rows) addTo(out, row.entity, row)
   return out
-}
-
-function addTo<K, R>(groups: Map<K, R[]>, key: K, row: R): void {
-  const list = groups.get(key)
-  if (list) list.push(row)
-  else groups.set(key, [row])
 }

@@ -1,4 +1,5 @@
 import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
+import { addTo } from './groups.js'
 
 /** A many-to-one of `child` that points at some table. */
 export interface Referrer {
@@ -47,13 +48,13 @@ function build(order: readonly EntityMeta[]): TableIndex {
   const referrers = new Map<EntityMeta, Referrer[]>()
   for (const child of childrenFirst) {
     for (const field of child.fields) {
-      if (field.ref) push(referrers, field.ref.target, { child, field })
+      if (field.ref) addTo(referrers, field.ref.target, { child, field })
     }
   }
   const sides = new Map<EntityMeta, LinkSide[]>()
   for (const link of links) {
-    push(sides, link.owner, { link, side: 'owner' })
-    push(sides, link.target, { link, side: 'target' })
+    addTo(sides, link.owner, { link, side: 'owner' })
+    addTo(sides, link.target, { link, side: 'target' })
   }
   const fixUps = new Map(order.map((e) => [e, e.fields.flatMap((f, i): FixUp[] => (f.ref?.fixUp ? [[f, i]] : []))]))
   return {
@@ -63,10 +64,4 @@ function build(order: readonly EntityMeta[]): TableIndex {
     linkSides: (entity) => sides.get(entity) ?? [],
     fixUps: (entity) => fixUps.get(entity) ?? [],
   }
-}
-
-function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
-  const list = map.get(key)
-  if (list) list.push(value)
-  else map.set(key, [value])
 }
