@@ -32,7 +32,7 @@ const ann = em.create('Author', { name: 'Ann' })
 const book = em.create('Book', { title: 'Pipelines', author: ann })
 book.tags.add(em.create('Tag', { name: 'databases' }))
 const result = await em.flush()        // BEGIN; 4 inserts; COMMIT — one round trip once warm
-console.log(result.inserted, result.roundTrips)   // { author: 1, book: 1, tag: 1, book_tag: 1 } 2: the id allocation, then the pipeline; 1 once the pool has ids
+console.log(result.inserted, result.roundTrips)   // [Object: null prototype] { author: 1, book: 1, tag: 1, book_tag: 1 } 2: the id allocation, then the pipeline; 1 once the pool has ids
 
 // Later: load (calls in one tick share one query), change, flush only the changed columns.
 const em2 = orm.em()

@@ -16,13 +16,17 @@ import { isChanged } from './dirty.js'
 import { fetchOn, type IdPool } from './id-pool.js'
 import type { UnitOfWork } from './unit-of-work.js'
 import { PhaseClock, type FlushPhases } from './phases.js'
+import { tableCounts } from './table-counts.js'
 
 /** Ops that change rows in place: their counts are `updated`, whatever else they are part of. */
 const UPDATES = new Set(['update', 'cascade-null', 'unlink-cycle'])
 
 /** What a flush did. */
 export interface FlushResult {
-  /** Rows written per table (join tables included), as the server counted them. */
+  /**
+   * Rows written per table (join tables included), as the server counted them. These four records
+   * have no prototype (see table-counts.ts): a table may be called `constructor` or `__proto__`.
+   */
   readonly inserted: Readonly<Record<string, number>>
   /** Rows upserted per table (`em.upsert`): inserted, or updated on a conflict. */
   readonly upserted: Readonly<Record<string, number>>
@@ -352,10 +356,10 @@ function insertedPerTable(inserts: readonly NewRows[]): Map<EntityMeta, number> 
 }
 
 function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrips: number, coldStatements: number, clock: PhaseClock): FlushResult {
-  const inserted: Record<string, number> = {}
-  const upserted: Record<string, number> = {}
-  const updated: Record<string, number> = {}
-  const deleted: Record<string, number> = {}
+  const inserted = tableCounts()
+  const upserted = tableCounts()
+  const updated = tableCounts()
+  const deleted = tableCounts()
   let statements = 0
   for (let w = 0; w < plan.waves.length; w++) {
     const ops = plan.waves[w]!.ops

@@ -3,6 +3,7 @@ import type { Schema } from '../schema/define.js'
 import type { IdRequest } from '../sql/render-ids.js'
 import { allShapes } from '../sql/shapes.js'
 import type { IdPool } from './id-pool.js'
+import { tableCounts } from './table-counts.js'
 
 /** What `orm.warmUp()` did. */
 export interface WarmUpResult {
@@ -17,7 +18,7 @@ export interface WarmUpResult {
   readonly prepares: boolean
   /** Round trips waited on (connections are warmed in parallel), as the executor counted them. */
   readonly roundTrips: number
-  /** Sequence ids fetched into the pool, per table: the first flushes that insert take these. */
+  /** Sequence ids fetched into the pool, per table (a record without a prototype, as FlushResult.inserted): the first flushes that insert take these. */
   readonly idsFetched: Readonly<Record<string, number>>
   readonly durationMs: number
 }
@@ -41,7 +42,7 @@ export async function warmUp(schema: Schema, executor: Executor, ids: IdPool): P
     idTrips += blocks.roundTrips
     return blocks
   }
-  const idsFetched: Record<string, number> = {}
+  const idsFetched = tableCounts()
   if (sequenced.length > 0) {
     // Private: this fetch warms connections on the way, so the pool must never reuse it for its refills.
     const taken = await ids.take(new Map(sequenced.map((meta) => [meta, 1])), fetch, { private: true })
