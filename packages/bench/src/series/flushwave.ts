@@ -1,60 +1,64 @@
-import { defineSchema, entity, flushwave, t, tcpNoDelay, type Executor, type EntityManager } from 'flushwave'
+import * as library from 'flushwave'
+import type { Executor, EntityManager, Schema } from 'flushwave'
 import postgres from 'postgres'
 import type { Graph } from '../data.js'
 import { mixedTable, MIXED_TABLES } from '../schema.js'
 import type { Series, SeriesFactory } from './types.js'
 
+/** Flushwave's public module: this repository's sources, or another commit's (ab.ts). */
+export type Library = typeof library
+
 // prettier-ignore
 const MIXED = ['T01', 'T02', 'T03', 'T04', 'T05', 'T06', 'T07', 'T08', 'T09', 'T10', 'T11', 'T12', 'T13', 'T14', 'T15', 'T16', 'T17', 'T18', 'T19', 'T20'] as const
 type Mixed = (typeof MIXED)[number]
-function mixedEntities() {
-  const out = {} as Record<Mixed, ReturnType<typeof mixedEntity>>
-  MIXED.slice(0, MIXED_TABLES).forEach((name, i) => (out[name] = mixedEntity(mixedTable(i + 1))))
-  return out
-}
-function mixedEntity(table: string) {
-  return entity(table, { id: t.id(), name: t.text(), value: t.integer(), updatedAt: t.timestamptz().defaultNow() })
+
+/** Flushwave's schema for the benchmark tables, made with `lib`'s own functions. */
+function schemaOf(lib: Library) {
+  const { defineSchema, entity, t } = lib
+  const mixedEntity = (table: string) => entity(table, { id: t.id(), name: t.text(), value: t.integer(), updatedAt: t.timestamptz().defaultNow() })
+  const mixed = {} as Record<Mixed, ReturnType<typeof mixedEntity>>
+  MIXED.slice(0, MIXED_TABLES).forEach((name, i) => (mixed[name] = mixedEntity(mixedTable(i + 1))))
+  return defineSchema({
+    Author: entity('author', {
+      id: t.id(),
+      firstName: t.text(),
+      lastName: t.text(),
+      email: t.text().unique(),
+      createdAt: t.timestamptz().defaultNow(),
+      updatedAt: t.timestamptz().defaultNow(),
+      books: t.oneToMany('Book', 'author'),
+    }),
+    Book: entity('book', {
+      id: t.id(),
+      title: t.text(),
+      author: t.manyToOne('Author'),
+      published: t.timestamptz().nullable(),
+      pages: t.integer().default(0),
+      createdAt: t.timestamptz().defaultNow(),
+      updatedAt: t.timestamptz().defaultNow(),
+      reviews: t.oneToMany('BookReview', 'book'),
+      tags: t.manyToMany('Tag', { table: 'book_tag' }),
+    }),
+    BookReview: entity('book_review', {
+      id: t.id(),
+      book: t.manyToOne('Book'),
+      rating: t.integer(),
+      text: t.text().nullable(),
+      createdAt: t.timestamptz().defaultNow(),
+      updatedAt: t.timestamptz().defaultNow(),
+    }),
+    Tag: entity('tag', {
+      id: t.id(),
+      name: t.text().unique(),
+      createdAt: t.timestamptz().defaultNow(),
+      updatedAt: t.timestamptz().defaultNow(),
+    }),
+    ScaleItem: entity('scale_item', { id: t.id(), name: t.text() }),
+    ...mixed,
+  })
 }
 
-/** Flushwave's schema for the benchmark tables. */
-export const benchSchema = defineSchema({
-  Author: entity('author', {
-    id: t.id(),
-    firstName: t.text(),
-    lastName: t.text(),
-    email: t.text().unique(),
-    createdAt: t.timestamptz().defaultNow(),
-    updatedAt: t.timestamptz().defaultNow(),
-    books: t.oneToMany('Book', 'author'),
-  }),
-  Book: entity('book', {
-    id: t.id(),
-    title: t.text(),
-    author: t.manyToOne('Author'),
-    published: t.timestamptz().nullable(),
-    pages: t.integer().default(0),
-    createdAt: t.timestamptz().defaultNow(),
-    updatedAt: t.timestamptz().defaultNow(),
-    reviews: t.oneToMany('BookReview', 'book'),
-    tags: t.manyToMany('Tag', { table: 'book_tag' }),
-  }),
-  BookReview: entity('book_review', {
-    id: t.id(),
-    book: t.manyToOne('Book'),
-    rating: t.integer(),
-    text: t.text().nullable(),
-    createdAt: t.timestamptz().defaultNow(),
-    updatedAt: t.timestamptz().defaultNow(),
-  }),
-  Tag: entity('tag', {
-    id: t.id(),
-    name: t.text().unique(),
-    createdAt: t.timestamptz().defaultNow(),
-    updatedAt: t.timestamptz().defaultNow(),
-  }),
-  ScaleItem: entity('scale_item', { id: t.id(), name: t.text() }),
-  ...mixedEntities(),
-})
+export const benchSchema = schemaOf(library)
 
 type Defs = typeof benchSchema.defs
 export type Em = EntityManager<Defs>
@@ -67,16 +71,17 @@ export const series: SeriesFactory = flushwaveSeries('flushwave')
  * The unit of work on Flushwave; `executor` swaps how the plan is sent (flushwave-begin), and
  * `outcomeLedger: false` turns the outcome ledger off (flushwave-noledger).
  */
-export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => Executor, settings: { outcomeLedger?: false } = {}): SeriesFactory {
+export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => Executor, settings: { outcomeLedger?: false } = {}, lib: Library = library): SeriesFactory {
+  const schema: Schema<Defs> = lib === library ? benchSchema : schemaOf(lib)
   return {
     name,
     // Behind a pooler postgres.js must not name statements: `prepare: false` (Flushwave follows it).
     pooler: true,
     async open(url, options = {}) {
       // As Flushwave recommends: TCP_NODELAY, so a pipeline's later pieces never wait for an ACK.
-      const sql = postgres(url, { ...tcpNoDelay, max: options.poolSize ?? 1, prepare: !options.pooler, onnotice: () => {} })
+      const sql = postgres(url, { ...lib.tcpNoDelay, max: options.poolSize ?? 1, prepare: !options.pooler, onnotice: () => {} })
       await sql`select 1` // connect now, not in the first timed unit of work
-      const orm = flushwave(executor ? { schema: benchSchema, executor: executor(sql), ...settings } : { schema: benchSchema, sql, ...settings })
+      const orm = lib.flushwave(executor ? { schema, executor: executor(sql), ...settings } : { schema, sql, ...settings })
       return flushwaveUnitsOfWork(() => orm.em(), () => sql.end())
     },
   }
