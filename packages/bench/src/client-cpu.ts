@@ -11,26 +11,19 @@
  *
  *   pnpm --filter bench exec tsx src/client-cpu.ts bulkCreate 1 300 flushwave,raw-pipelined
  */
-import { startDatabase } from 'devdb'
-import { benchDatabase } from './database.js'
 import { fullGc } from './gc.js'
-import { scenario, type ScenarioName } from './scenarios.js'
-import { loadSeries } from './series/index.js'
+import { sideBySide } from './side-by-side.js'
 import { threadCpu } from './thread-cpu.js'
 
-const [scenarioName = 'bulkCreate', size = '1', rounds = '200', names = 'flushwave,raw-pipelined'] = process.argv.slice(2)
-const db = await startDatabase()
-const bench = await benchDatabase(db.url)
-const list = names.split(',')
-const opened = await Promise.all(list.map(async (name) => (await loadSeries(name)).open(bench.url)))
-const sc = scenario(scenarioName as ScenarioName, Number(size))
+const run = await sideBySide({ scenario: 'bulkCreate', size: 1, rounds: 200, series: 'flushwave,raw-pipelined' })
+const { names: list, opened, scenario: sc, rounds } = run
 const cpu = list.map(() => [] as number[])
 const wall = list.map(() => [] as number[])
 const main = list.map(() => [] as number[])
 const thread = threadCpu()
-for (let i = 0; i < Number(rounds); i++) {
+for (let i = 0; i < rounds; i++) {
   for (const [s, series] of opened.entries()) {
-    const p = await sc.prepare(bench.admin, series, `c${i}s${s}`)
+    const p = await sc.prepare(run.admin, series, `c${i}s${s}`)
     await fullGc()
     const m0 = thread?.read()
     const c0 = process.cpuUsage()
@@ -45,9 +38,7 @@ for (let i = 0; i < Number(rounds); i++) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
 for (const [s, name] of list.entries()) {
   const onMain = thread ? ` (main thread ${median(main[s]!).toFixed(2)} ms)` : ''
-  console.log(`${name} ${scenarioName}×${size}: client CPU median ${median(cpu[s]!).toFixed(2)} ms${onMain}, wall median ${median(wall[s]!).toFixed(2)} ms (${rounds} runs)`)
+  console.log(`${name} ${sc.name}×${sc.size}: client CPU median ${median(cpu[s]!).toFixed(2)} ms${onMain}, wall median ${median(wall[s]!).toFixed(2)} ms (${rounds} runs)`)
 }
 thread?.close()
-for (const series of opened) await series.close()
-await bench.drop()
-await db.stop()
+await run.close()

@@ -15,19 +15,12 @@
 import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import { PerformanceObserver } from 'node:perf_hooks'
-import { startDatabase } from 'devdb'
-import { benchDatabase } from './database.js'
 import { fullGc } from './gc.js'
-import { scenario, type ScenarioName } from './scenarios.js'
-import { loadSeries } from './series/index.js'
+import { sideBySide } from './side-by-side.js'
 import { quantile, sortedCopy } from './stats.js'
 
-const [scenarioName = 'mixedFlush', size = '10', rounds = '300', names = 'flushwave,raw-pipelined'] = process.argv.slice(2)
-const db = await startDatabase()
-const bench = await benchDatabase(db.url)
-const list = names.split(',')
-const opened = await Promise.all(list.map(async (name) => (await loadSeries(name)).open(bench.url)))
-const sc = scenario(scenarioName as ScenarioName, Number(size))
+const run = await sideBySide({ scenario: 'mixedFlush', size: 10, rounds: 300, series: 'flushwave,raw-pipelined' })
+const { names: list, opened, scenario: sc, admin } = run
 
 /** Microseconds since the run started, for every socket write and every 'data' event handled. */
 let started = 0
@@ -58,7 +51,7 @@ new PerformanceObserver((list) => {
 
 /** CPU time and run-queue wait (ns) of the bench database's server processes, summed. */
 async function serverProcesses(): Promise<number[]> {
-  const rows = await bench.admin`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
+  const rows = await admin`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
   return rows.map((r) => Number(r.pid))
 }
 function schedstat(pids: readonly number[]): [number, number] | undefined {
@@ -78,10 +71,10 @@ function schedstat(pids: readonly number[]): [number, number] | undefined {
 
 const points = ['first byte out', 'last byte out', 'first answer in', 'last answer handled', 'end'] as const
 const samples = list.map(() => ({ points: points.map(() => [] as number[]), serverCpu: [] as number[], serverWait: [] as number[], gcs: 0, gcMs: 0, runs: 0 }))
-const total = Number(rounds)
+const total = run.rounds
 for (let i = 0; i < total; i++) {
   for (const [s, series] of opened.entries()) {
-    const prepared = await sc.prepare(bench.admin, series, `t${i}s${s}`)
+    const prepared = await sc.prepare(admin, series, `t${i}s${s}`)
     const pids = await serverProcesses()
     await fullGc()
     writes.length = 0
@@ -113,7 +106,7 @@ for (let i = 0; i < total; i++) {
 }
 
 const median = (xs: number[]) => (xs.length === 0 ? NaN : quantile(sortedCopy(xs), 0.5))
-console.log(`${scenarioName}×${size}, median µs from the start (${total - Math.ceil(total / 4)} runs each, a full GC before each):`)
+console.log(`${sc.name}×${sc.size}, median µs from the start (${total - Math.ceil(total / 4)} runs each, a full GC before each):`)
 console.log(['series', ...points, 'after the last answer', 'server CPU', 'server waited for a CPU', 'GC pauses inside (per run, mean ms)'].join(' | '))
 for (const [s, name] of list.entries()) {
   const x = samples[s]!
@@ -122,6 +115,4 @@ for (const [s, name] of list.entries()) {
   const gc = `${(x.gcs / x.runs).toFixed(2)} (${(x.gcMs / x.runs).toFixed(3)} ms)`
   console.log([name, ...cells.map((v) => (Number.isNaN(v) ? '-' : v.toFixed(0))), gc].join(' | '))
 }
-for (const series of opened) await series.close()
-await bench.drop()
-await db.stop()
+await run.close()

@@ -18,7 +18,10 @@ export interface WarmUpResult {
   readonly prepares: boolean
   /** Round trips waited on (connections are warmed in parallel), as the executor counted them. */
   readonly roundTrips: number
-  /** Sequence ids fetched into the pool, per table (a record without a prototype, as FlushResult.inserted): the first flushes that insert take these. */
+  /**
+   * Sequence ids fetched into the pool, per table (a record without a prototype, as
+   * FlushResult.inserted): the first flushes that insert take these.
+   */
   readonly idsFetched: Readonly<Record<string, number>>
   readonly durationMs: number
 }
