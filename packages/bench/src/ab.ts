@@ -11,30 +11,19 @@
  *
  *   pnpm --filter bench exec tsx src/ab.ts mixedFlush 10 300 [ref]
  *
- * The commit's sources are copied to packages/flushwave/.ab/<commit>/ (git archive; ignored by git)
- * and imported from there, so they resolve the same postgres.js.
+ * The commit's sources come from library-at.ts. ab-own.ts does the same for Flushwave's own work.
  */
-import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync } from 'node:fs'
-import { fileURLToPath, pathToFileURL } from 'node:url'
 import { startDatabase } from 'devdb'
 import { benchDatabase } from './database.js'
 import { fullGc } from './gc.js'
+import { libraryAt } from './library-at.js'
 import { scenario, type ScenarioName } from './scenarios.js'
-import { flushwaveSeries, series as workingTree, type Library } from './series/flushwave.js'
+import { flushwaveSeries, series as workingTree } from './series/flushwave.js'
 import { series as rawPipelined } from './series/raw-pipelined.js'
 import { quantile, sortedCopy } from './stats.js'
 
 const [scenarioName = 'mixedFlush', size = '10', rounds = '300', ref = 'HEAD'] = process.argv.slice(2)
-const repo = fileURLToPath(new URL('../../../', import.meta.url))
-const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim()
-const commit = git('rev-parse', '--verify', `${ref}^{commit}`)
-const copy = fileURLToPath(new URL(`../../flushwave/.ab/${commit}/`, import.meta.url))
-if (!existsSync(`${copy}src/index.ts`)) {
-  mkdirSync(copy, { recursive: true })
-  execFileSync('sh', ['-c', `git -C "${repo}" archive ${commit} packages/flushwave/src | tar -x --strip-components=2 -C "${copy}"`])
-}
-const base = (await import(pathToFileURL(`${copy}src/index.ts`).href)) as Library
+const { commit, library: base } = await libraryAt(ref)
 
 const db = await startDatabase()
 const bench = await benchDatabase(db.url)

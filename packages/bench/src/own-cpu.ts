@@ -22,59 +22,15 @@
  * run between two of Flushwave's samples). That costs more than `after GC` among the other states,
  * whose runs keep more of Flushwave's compiled code and hidden classes alive.
  */
-import { flushwave, type Executor } from 'flushwave'
-import { graph } from './data.js'
+import * as library from 'flushwave'
 import { fullGc, minorGc } from './gc.js'
-import { mixedTable } from './schema.js'
-import { benchSchema, flushwaveUnitsOfWork } from './series/flushwave.js'
-import type { UnitOfWork } from './series/types.js'
+import { instantUnits } from './instant-units.js'
 import { quantile, sortedCopy } from './stats.js'
 
 const [scenario = 'mixedFlush', size = '10', rounds = '2000', only] = process.argv.slice(2)
 
-let nextId = 1n
-/** Answers at once: ids counted up, every read a row per id asked for, every write one row per statement. */
-const executor: Executor = {
-  read: async (statement) => {
-    // mixedFlush's finds ask `id = any($1::int8[])` and select id, name, value, updated_at.
-    const ids = String(statement.params[0]).replace(/[{}"]/g, '').split(',')
-    return ids.map((id) => [id, 'loaded', 0, '2026-01-01T00:00:00Z'])
-  },
-  write: async (waves) => ({ rowCounts: waves.map((wave) => wave.map(() => 1)), returned: new Map(), roundTrips: 1, coldStatements: 0 }),
-  nextIds: async (requests) => ({
-    ids: requests.map((r) => {
-      const first = nextId
-      nextId += BigInt(r.count)
-      return { first, count: r.count, step: 1 }
-    }),
-    roundTrips: 1,
-  }),
-  transaction: async (work) => work(executor),
-  warmUp: async () => ({ connections: 1, prepared: 0, durationMs: 0 }),
-}
-const orm = flushwave({ schema: benchSchema, executor })
-
-// The bench's own Flushwave units of work: what the Flushwave series times, with this executor.
-const series = flushwaveUnitsOfWork(() => orm.em(), async () => {})
-
 /** Untimed: what the unit of work needs (the finds of mixedFlush among it); returns the timed part. */
-const units: Record<string, (round: number) => Promise<UnitOfWork>> = {
-  bulkCreate: (round) => series.bulkCreate(graph(Number(size), `own${round}`)),
-  mixedFlush: (round) => {
-    const tables = Array.from({ length: Number(size) }, (_, i) => mixedTable(i + 1))
-    const first = (i: number) => 2 * (round * tables.length + i) + 1
-    return series.mixedFlush({
-      tables,
-      updateIds: tables.map((_, i) => first(i)),
-      deleteIds: tables.map((_, i) => first(i) + 1),
-      insertName: `own${round}`,
-      updateValue: 42,
-    })
-  },
-}
-
-const prepare = units[scenario]
-if (!prepare) throw new Error(`own-cpu.ts runs ${Object.keys(units).join(' or ')}, not ${scenario}`)
+const prepare = instantUnits(library, scenario, Number(size))
 
 const evict = new Float64Array(4 << 20) // 32 MiB
 function evictCaches(): void {

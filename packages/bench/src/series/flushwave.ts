@@ -13,7 +13,7 @@ const MIXED = ['T01', 'T02', 'T03', 'T04', 'T05', 'T06', 'T07', 'T08', 'T09', 'T
 type Mixed = (typeof MIXED)[number]
 
 /** Flushwave's schema for the benchmark tables, made with `lib`'s own functions. */
-function schemaOf(lib: Library) {
+export function schemaOf(lib: Library) {
   const { defineSchema, entity, t } = lib
   const mixedEntity = (table: string) => entity(table, { id: t.id(), name: t.text(), value: t.integer(), updatedAt: t.timestamptz().defaultNow() })
   const mixed = {} as Record<Mixed, ReturnType<typeof mixedEntity>>
