@@ -310,17 +310,19 @@ export class EntityManager<D extends SchemaDefs> {
       validate(candidates, (name) => this.entityHooks(name)?.validate as never)
       const checks = performance.now() - checking
       let written: ChangeSet | undefined
-      const flushed = await flush({
-        uow: this.uow,
-        candidates,
-        executor: this.executor,
-        ids: this.ids,
-        order: this.schema.insertOrder,
-        inTransaction: this.uow.journal !== undefined,
-        maxRows: this.maxRowsPerStatement,
-        onWritten: (set) => (written = set),
-      })
-      const result = { ...flushed, durationMs: flushed.durationMs + checks, phases: { ...flushed.phases, checks } }
+      const result = await flush(
+        {
+          uow: this.uow,
+          candidates,
+          executor: this.executor,
+          ids: this.ids,
+          order: this.schema.insertOrder,
+          inTransaction: this.uow.journal !== undefined,
+          maxRows: this.maxRowsPerStatement,
+          onWritten: (set) => (written = set),
+        },
+        checks,
+      )
       if (written) await this.afterCommit(result, written)
       return result
     } finally {

@@ -68,9 +68,10 @@ export interface FlushContext {
 /**
  * change set → ids → plan → SQL → one pipelined transaction → record. Entity states change only
  * after COMMIT, so a failed flush leaves the EntityManager as it was and can simply be retried.
+ * `checksMs`: the EntityManager's hooks and checks before this, counted in the result's times.
  */
-export async function flush(ctx: FlushContext): Promise<FlushResult> {
-  const clock = new PhaseClock()
+export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushResult> {
+  const clock = new PhaseClock(checksMs)
   const { assigned, preparation } = await assignIds(ctx)
   clock.lap('ids')
   let set: ChangeSet
