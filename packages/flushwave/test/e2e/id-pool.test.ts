@@ -88,12 +88,17 @@ describe('pooled sequences', () => {
     // A plain INSERT using the column default meanwhile gets the next block, not one of ours.
     const [other] = await db.sql<{ id: number }[]>`insert into tag (name) values ('by hand') returning id::int`
     expect(other!.id).toBeGreaterThanOrEqual(first + 1000)
-    // The spare ids of the block serve the next flushes without another fetch.
+    // The spare ids of the block serve the next flushes without another fetch before them.
     const em2 = db.orm.em()
     const more = Array.from({ length: 100 }, (_, i) => em2.create('Tag', { name: `pooled more ${i}` }))
-    await em2.flush()
+    const second = await em2.flush()
     expect(more[0]!.id).toBe(first + 4)
-    expect(db.queries.filter((q) => q.phase === 'allocate').length - before).toBe(1)
+    expect(second.plan.preparation).toEqual([])
+    expect(second.roundTrips).toBe(1)
+    // The pool may top itself up after it, riding at the end of its pipeline: whether it does depends
+    // on the rate ids go at against how long the first fetch took (a slow first fetch on a busy
+    // machine makes 104 ids in a few ms look like a lot), so at most one more fetch, never waited on.
+    expect(db.queries.filter((q) => q.phase === 'allocate').length - before).toBeLessThanOrEqual(2)
     const [{ n }] = (await db.sql`select count(*)::int as n from tag where id between ${first} and ${first + 103}`) as unknown as [{ n: number }]
     expect(n).toBe(104)
   })
