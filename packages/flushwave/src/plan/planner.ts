@@ -229,8 +229,9 @@ function compareIntegers(a: string, b: string): number {
   return negative ? -byMagnitude : byMagnitude
 }
 
-// The flush path (here, the renderer, flush.ts, the postgres.js executor, reads and hydration)
-// walks its rows and columns with loops, not with callbacks made per call (`rows.map((r) => …)`):
+// Inserts, updates and deletes (here, the renderer, flush.ts, the postgres.js executor, reads and
+// hydration) walk their rows and columns with loops, not with callbacks made per call
+// (`rows.map((r) => …)`); rarer ops (upserts, increments, self-referencing trees) still use them:
 // a major GC frees the optimised code of closures no longer alive, and each one made later starts
 // unoptimised and is compiled again. With callbacks, own-cpu.ts mixedFlush ×10 took 170 µs after a
 // full GC (54 hot), and V8 compiled a flush-path closure about every second flush; with loops, 136 µs
