@@ -17,6 +17,7 @@ import { fetchOn, type IdPool } from './id-pool.js'
 import type { UnitOfWork } from './unit-of-work.js'
 import { PhaseClock, type FlushPhases } from './phases.js'
 import { tableCounts } from './table-counts.js'
+import { keepShapes } from './kept-shapes.js'
 
 /** Ops that change rows in place: their counts are `updated`, whatever else they are part of. */
 const UPDATES = new Set(['update', 'cascade-null', 'unlink-cycle'])
@@ -143,6 +144,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   ctx.onWritten?.(set)
   clock.lap('record')
   const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, clock)
+  keepShapes(waves, [set.changes, waves, done, clock])
   return outcome.recovered ? { ...done, recovered: outcome.recovered } : done
 }
 
