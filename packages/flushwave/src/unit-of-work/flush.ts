@@ -4,6 +4,7 @@ import { isEmpty, type NewRows } from '../plan/changes.js'
 import { rowCount, serverCountsRows, tableOf, type Op } from '../plan/ops.js'
 import type { Plan, Preparation } from '../plan/plan.js'
 import { planFlush } from '../plan/planner.js'
+import { tableIndex } from '../plan/table-index.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { renderPlan } from '../sql/render-write.js'
 import { computeChanges, needingIds, type ChangeSet } from './change-set.js'
@@ -77,7 +78,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   clock.lap('ids')
   let set: ChangeSet
   try {
-    set = computeChanges(ctx.uow.map, ctx.candidates, assigned)
+    set = computeChanges(ctx.uow.map, ctx.candidates, assigned, tableIndex(ctx.order))
   } catch (error) {
     giveBack(ctx, assigned)
     throw error

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createTablesSql, defineSchema, entity, ForeignKeyViolationError, t } from '../../src/index.js'
+import { IdentityMap } from '../../src/unit-of-work/identity-map.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 
 const schema = defineSchema({
@@ -88,6 +89,43 @@ describe('cascades in the unit of work', () => {
     expect(await db.sql`select count(*)::int as n from book where id in ${db.sql(bookIds)} and editor_id is null`).toEqual([{ n: 3 }])
     book.title = 'still writable'
     expect((await em.flush()).updated).toEqual({ book: 1 })
+  })
+
+  it('walks only the loaded entities of the types a cascade reaches, not the identity map', async () => {
+    const walkedBy = async (remove: 'Author' | 'Editor' | 'Tag'): Promise<string[]> => {
+      const { authorId, editorId, bookIds } = await seed()
+      const em = db.orm.em()
+      const author = await em.load('Author', authorId)
+      const editor = await em.load('Editor', editorId)
+      const books = await em.find('Book', { id: { in: bookIds } })
+      await em.populate(books, 'reviews', 'tags')
+      const tag = books[0]!.tags.items[0]!
+      em.remove(remove === 'Author' ? author : remove === 'Editor' ? editor : tag)
+      const walked: string[] = []
+      const real = IdentityMap.prototype.of
+      const all = IdentityMap.prototype.byType
+      const spies = [
+        vi.spyOn(IdentityMap.prototype, 'of').mockImplementation(function (this: IdentityMap, meta) {
+          walked.push(meta.name)
+          return real.call(this, meta)
+        }),
+        vi.spyOn(IdentityMap.prototype, 'byType').mockImplementation(function (this: IdentityMap) {
+          walked.push('every type')
+          return all.call(this)
+        }),
+      ]
+      try {
+        await em.flush()
+      } finally {
+        for (const spy of spies) spy.mockRestore()
+      }
+      return [...new Set(walked)].sort()
+    }
+    // A book's author cascades to it, and a book to its reviews; an editor's books are set null.
+    expect(await walkedBy('Author')).toEqual(['Book', 'Review'])
+    expect(await walkedBy('Editor')).toEqual(['Book'])
+    // Nothing cascades to a tag (its links go by SQL): no loaded entity is looked at.
+    expect(await walkedBy('Tag')).toEqual([])
   })
 
   it('refuses a restricted delete and commits nothing', async () => {
