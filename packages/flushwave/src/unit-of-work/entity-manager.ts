@@ -128,7 +128,7 @@ export class EntityManager<D extends SchemaDefs> {
     const entity = this.uow.create(meta, data as Record<string, unknown>)
     if (meta.id.strategy === 'sequence') {
       const id = this.ids.takeNow(meta)
-      if (id !== undefined) this.uow.giveId(entity, id)
+      if (id !== undefined) this.uow.giveId(entity, id, true)
     }
     return entity as unknown as Entity<D, K>
   }

@@ -128,6 +128,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
       for (const [entity, deltas] of set.counted) forgetCounters(entity, deltas.keys())
     }
     for (const entity of ctx.candidates) ctx.uow.map.touch(entity)
+    ctx.uow.map.changedAll() // increments and ids put back, past the map's own methods
     throw error
   } finally {
     // Top up the id pool now, between flushes, rather than when the next flush runs short (or the
@@ -142,6 +143,8 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   if (set.counted.size > 0) readBack(ctx.uow, set.counted, returned)
   if (returned.size > 0) followCascades(ctx.uow, returned)
   settleUpserts(ctx, set, assigned, returned)
+  // Ids, statuses and values changed past the identity map's own methods: em.upsert's key indexes start over.
+  ctx.uow.map.changedAll()
   ctx.onWritten?.(set)
   clock.lap('record')
   const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, clock)

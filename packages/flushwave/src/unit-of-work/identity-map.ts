@@ -15,6 +15,13 @@ export class IdentityMap {
   readonly pending = new Set<HasState>()
   /** Every entity a Date or JSON value of which user code may hold, so may change in place (see EntityState.watched). */
   readonly watched = new Set<HasState>()
+  /**
+   * Per type, a count of the changes that may have changed which of its entities are tracked or
+   * what their values are (see KeyIndex); `everything`, of those that may reach any type's: an id
+   * given to a tracked entity changes the keys of the rows that refer to it.
+   */
+  private readonly changes = new Map<EntityMeta, number>()
+  private everything = 0
 
   get(meta: EntityMeta, id: unknown): HasState | undefined {
     return this.byId.get(meta)?.get(key(id))
@@ -26,7 +33,8 @@ export class IdentityMap {
     let set = this.tracked.get(state.meta)
     if (!set) this.tracked.set(state.meta, (set = new Set()))
     set.add(entity)
-    if (state.id !== undefined) this.register(entity)
+    this.changed(state.meta)
+    if (state.id !== undefined) this.byIdSet(entity)
     if (state.status === 'new' || state.status === 'removed' || state.touched) this.pending.add(entity)
     if (state.watched) this.watched.add(entity)
   }
@@ -40,6 +48,7 @@ export class IdentityMap {
   /** The next flush must look at the entity (touched, or now removed). */
   pend(entity: HasState): void {
     this.pending.add(entity)
+    this.changed(entity[STATE].meta)
   }
 
   /** User code has been handed one of the entity's Date or JSON values: from now on flushes check it for in-place changes. */
@@ -50,7 +59,17 @@ export class IdentityMap {
     if (state.status !== 'detached') this.watched.add(entity)
   }
 
-  register(entity: HasState): void {
+  /**
+   * A tracked entity has its id now: it is found by it, and the rows referring to it have it in
+   * their keys. `referredTo: false` for an entity just created, which no row refers to yet.
+   */
+  register(entity: HasState, referredTo = true): void {
+    this.byIdSet(entity)
+    this.changed(entity[STATE].meta)
+    if (referredTo) this.changedAll()
+  }
+
+  private byIdSet(entity: HasState): void {
     const state = entity[STATE]
     let ids = this.byId.get(state.meta)
     if (!ids) this.byId.set(state.meta, (ids = new Map()))
@@ -59,6 +78,7 @@ export class IdentityMap {
 
   delete(entity: HasState): void {
     const state = entity[STATE]
+    this.changed(state.meta)
     this.tracked.get(state.meta)?.delete(entity)
     this.pending.delete(entity)
     this.watched.delete(entity)
@@ -76,6 +96,25 @@ export class IdentityMap {
   /** Tracked entities by type, live: for walks that change nothing. */
   byType(): Iterable<[EntityMeta, ReadonlySet<HasState>]> {
     return this.tracked
+  }
+
+  /** Entities of `meta` were added, removed or changed (the map's own methods say so themselves). */
+  changed(meta: EntityMeta): void {
+    this.changes.set(meta, (this.changes.get(meta) ?? 0) + 1)
+  }
+
+  /** Entities of any type may have changed: ids, values or membership (a flush's bookkeeping, a rollback). */
+  changedAll(): void {
+    this.everything++
+  }
+
+  /** How many times an entity of `meta` may have changed; with `allChanges`, whether a KeyIndex is current. */
+  changesOf(meta: EntityMeta): number {
+    return this.changes.get(meta) ?? 0
+  }
+
+  get allChanges(): number {
+    return this.everything
   }
 }
 

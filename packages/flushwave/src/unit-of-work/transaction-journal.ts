@@ -115,6 +115,8 @@ export class TransactionJournal {
       }
       if (s.status !== 'detached') map.add(entity)
     }
+    // Ids and values went back, of rows others refer to as well.
+    map.changedAll()
     for (const [meta, ids] of freed) giveBack?.(meta, ids)
   }
 }

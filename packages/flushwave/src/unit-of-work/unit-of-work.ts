@@ -6,6 +6,7 @@ import { changeableInPlace, checkValue, makeEntity, notAssignable, writable, typ
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
 import { isChanged, pinDates } from './dirty.js'
 import { IdentityMap } from './identity-map.js'
+import { KeyIndex } from './key-index.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
 import { Referrers } from './referrers.js'
@@ -30,6 +31,8 @@ export class UnitOfWork implements CollectionFactory {
   private readonly referrers = new Referrers((meta) => this.map.of(meta))
   /** Set while `em.transaction()` runs: what to put back if it rolls back. */
   journal: TransactionJournal | undefined
+  /** em.upsert's indexes, by type and the key's properties. */
+  private readonly keyIndexes = new Map<EntityMeta, Map<string, KeyIndex>>()
 
   changing(entity: HasState): void {
     this.journal?.save(entity)
@@ -109,7 +112,8 @@ export class UnitOfWork implements CollectionFactory {
   /**
    * `em.upsert`: the entity this EntityManager already holds with that key (a pending upsert, or a
    * row read), with `data` assigned; otherwise a new entity whose INSERT goes `on conflict (key) do
-   * update` of the properties in `data`. Linear in the entities of that type it holds.
+   * update` of the properties in `data`. Found through a KeyIndex: constant time per upsert while
+   * nothing else changes the entities of that type in between.
    */
   upsert(meta: EntityMeta, data: Record<string, unknown>, onConflict: unknown): HasState {
     if (typeof data !== 'object' || data === null || Array.isArray(data)) {
@@ -137,20 +141,25 @@ export class UnitOfWork implements CollectionFactory {
     // Checked like create's and assign's values before the search, so a bad key is an error, not a miss.
     if (key !== 'id') for (const field of key) checkValue(this.newState(meta, 'new', undefined), field, data[field.prop])
     const wanted = keyText((prop) => data[prop])
-    for (const entity of this.map.of(meta)) {
+    const heldKey = (entity: HasState): string | undefined => {
       const state = entity[STATE]
-      if (state.status === 'detached') continue
-      const held = keyText((prop) => (prop === meta.id.prop ? state.id : state.values[prop]))
-      if (held === undefined || held !== wanted) continue
+      return keyText((prop) => (prop === meta.id.prop ? state.id : state.values[prop]))
+    }
+    const index = this.keyIndex(meta, props, heldKey)
+    for (const entity of wanted === undefined ? [] : index.find(this.map, wanted)) {
+      const state = entity[STATE]
+      if (state.status === 'detached' || heldKey(entity) !== wanted) continue
       if (state.status === 'removed') throw new EntityStateError(`${label(state)} has this key and is removed in this EntityManager: flush the removal first`)
       if (state.status === 'new' && state.upsert === undefined) throw new EntityStateError(`${label(state)} has this key and is new: it will be inserted; assign to it instead`)
       // The key's values are equal already (and a pending upsert's key cannot be assigned).
       const rest = Object.fromEntries(Object.entries(data).filter(([prop]) => prop !== meta.id.prop && !props.includes(prop)))
       this.assign(entity, rest)
+      index.changedBy(this.map) // values of other properties than the key's
       if (state.upsert) for (const prop in rest) state.upsert.update.add(meta.fieldByProp.get(prop)!)
       return entity
     }
     const entity = this.create(meta, data)
+    index.changedBy(this.map, entity, heldKey(entity))
     const update = new Set<FieldMeta>()
     for (const prop in data) {
       const field = meta.fieldByProp.get(prop)
@@ -160,12 +169,24 @@ export class UnitOfWork implements CollectionFactory {
     return entity
   }
 
-  /** Gives a new sequence-id entity an id the pool handed out (at create, or by `assignIds`). */
-  giveId(entity: HasState, id: string): void {
+  private keyIndex(meta: EntityMeta, props: readonly string[], keyOf: (entity: HasState) => string | undefined): KeyIndex {
+    let byProps = this.keyIndexes.get(meta)
+    if (!byProps) this.keyIndexes.set(meta, (byProps = new Map()))
+    const name = props.join(',')
+    let index = byProps.get(name)
+    if (!index) byProps.set(name, (index = new KeyIndex(meta, keyOf)))
+    return index
+  }
+
+  /**
+   * Gives a new sequence-id entity an id the pool handed out: at create (`justCreated`: no row
+   * refers to it yet), or by `assignIds`.
+   */
+  giveId(entity: HasState, id: string, justCreated = false): void {
     const state = entity[STATE]
     state.id = state.meta.id.type.fromDb(id)
     state.poolId = true
-    this.map.register(entity)
+    this.map.register(entity, !justCreated)
   }
 
   /**
@@ -189,6 +210,8 @@ export class UnitOfWork implements CollectionFactory {
         this.map.add(entity)
       }
     }
+    // Rows referring to these entities lost the ids in their keys too.
+    if (freed.size > 0) this.map.changedAll()
     for (const [meta, ids] of freed) giveBack(meta, ids)
   }
 
@@ -229,6 +252,7 @@ export class UnitOfWork implements CollectionFactory {
     }
     state.snapshot = snapshot
     state.status = 'managed'
+    this.map.changed(meta)
     pinDates(state)
     return entity
   }
@@ -247,6 +271,7 @@ export class UnitOfWork implements CollectionFactory {
   private refresh(entity: HasState, row: readonly unknown[]): void {
     const state = entity[STATE]
     this.changing(entity)
+    this.map.changed(state.meta)
     const snapshot = state.snapshot ?? (state.snapshot = {})
     state.meta.fields.forEach((field, i) => {
       const [value, text] = this.decode(field, row[i + 1])

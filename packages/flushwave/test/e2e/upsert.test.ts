@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { defineSchema, entity, EntityStateError, InvalidValueError, t } from '../../src/index.js'
+import { IdentityMap } from '../../src/unit-of-work/identity-map.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 import { EXECUTORS } from '../support/executors.js'
 
@@ -156,6 +157,38 @@ describe.each(EXECUTORS)('em.upsert through %s', (executor) => {
     await em.flush()
     expect(await db.sql`select count(*)::int as n from line`).toEqual([{ n: 0 }])
     expect(() => (upserted.quantity = 1)).toThrow(EntityStateError)
+  })
+
+  it('finds what it holds by key without walking the type per call, and follows keys that change', async () => {
+    const id = await customer('held@x', 'held')
+    const em = db.orm.em()
+    const held = await em.load('Customer', id)
+    const walk = vi.spyOn(IdentityMap.prototype, 'of')
+    let upserted: ReturnType<typeof em.upsert<'Customer'>>[] = []
+    try {
+      upserted = Array.from({ length: 500 }, (_, i) => em.upsert('Customer', { email: `c${i}@x`, name: 'n' }, { onConflict: 'email' }))
+      expect(em.upsert('Customer', { email: 'c7@x', name: 'again' }, { onConflict: 'email' })).toBe(upserted[7])
+      expect(em.upsert('Customer', { email: 'held@x', name: 'h' }, { onConflict: 'email' })).toBe(held)
+      // 502 upserts of one type, nothing else between them: the type was walked once.
+      expect(walk.mock.calls.length).toBe(1)
+    } finally {
+      walk.mockRestore()
+    }
+    // A key set through a setter moves the entity to it.
+    held.email = 'moved@x'
+    expect(em.upsert('Customer', { email: 'moved@x', name: 'moved' }, { onConflict: 'email' })).toBe(held)
+    const fresh = em.upsert('Customer', { email: 'held@x', name: 'fresh' }, { onConflict: 'email' })
+    expect(fresh).not.toBe(held)
+    em.remove(fresh) // its INSERT would meet the held row, which moves off that key only later in the flush
+    // A create of that type between two upserts is seen.
+    const created = em.create('Customer', { email: 'created@x', name: 'c' })
+    expect(() => em.upsert('Customer', { email: 'created@x', name: 'x' }, { onConflict: 'email' })).toThrow(/is new: it will be inserted/)
+    em.remove(created)
+    await em.flush()
+    // After the flush the upserted entities hold their rows, and are found by their keys.
+    expect(em.upsert('Customer', { email: 'c3@x', name: 'after' }, { onConflict: 'email' })).toBe(upserted[3])
+    expect(em.upsert('Customer', { email: 'moved@x', name: 'after' }, { onConflict: 'email' })).toBe(held)
+    expect(await db.sql`select count(*)::int as n from customer`).toEqual([{ n: 501 }])
   })
 
   it('refuses a key that is not unique, a missing key value, and keys already in use here', async () => {

@@ -1,0 +1,63 @@
+import type { EntityMeta } from '../schema/meta.js'
+import { STATE, type HasState } from './entity-state.js'
+import type { IdentityMap } from './identity-map.js'
+
+/**
+ * An EntityManager's entities of one type by the text of one of its unique keys, for `em.upsert`,
+ * which must find the entity it already holds with the key it is given. Made from the identity
+ * map on first use and again whenever the map says an entity of that type (or any id) may have
+ * changed since; an upsert that creates adds its entity itself. Upserting n rows one by one
+ * walked every entity of the type n times: 16,000 upserts of new tags took 539 µs each.
+ */
+export class KeyIndex {
+  private readonly byKey = new Map<string, HasState[]>()
+  private changes = -1
+  private allChanges = -1
+
+  constructor(
+    private readonly meta: EntityMeta,
+    /** An entity's key as text, undefined while a part of it is unset (or a reference without an id). */
+    private readonly keyOf: (entity: HasState) => string | undefined,
+  ) {}
+
+  /** The tracked entities that had key `wanted` when indexed, in the order the map tracks them. */
+  find(map: IdentityMap, wanted: string): readonly HasState[] {
+    if (!this.current(map)) this.rebuild(map)
+    return this.byKey.get(wanted) ?? []
+  }
+
+  /**
+   * Call right after a change of one's own that kept the index true: `entity` created with key
+   * `key`, or (no entity) values set that are not this key's. The index was current before it.
+   */
+  changedBy(map: IdentityMap, entity?: HasState, key?: string): void {
+    if (entity !== undefined && key !== undefined) {
+      const list = this.byKey.get(key)
+      if (list) list.push(entity)
+      else this.byKey.set(key, [entity])
+    }
+    this.stamp(map)
+  }
+
+  private current(map: IdentityMap): boolean {
+    return this.changes === map.changesOf(this.meta) && this.allChanges === map.allChanges
+  }
+
+  private rebuild(map: IdentityMap): void {
+    this.byKey.clear()
+    for (const entity of map.of(this.meta)) {
+      if (entity[STATE].status === 'detached') continue
+      const key = this.keyOf(entity)
+      if (key === undefined) continue
+      const list = this.byKey.get(key)
+      if (list) list.push(entity)
+      else this.byKey.set(key, [entity])
+    }
+    this.stamp(map)
+  }
+
+  private stamp(map: IdentityMap): void {
+    this.changes = map.changesOf(this.meta)
+    this.allChanges = map.allChanges
+  }
+}
