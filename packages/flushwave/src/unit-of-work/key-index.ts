@@ -1,6 +1,6 @@
 import type { EntityMeta } from '../schema/meta.js'
 import { STATE, type HasState } from './entity-state.js'
-import type { IdentityMap } from './identity-map.js'
+import type { ChangeCount, IdentityMap } from './identity-map.js'
 
 /**
  * An EntityManager's entities of one type by the text of one of its unique keys, for `em.upsert`,
@@ -11,14 +11,18 @@ import type { IdentityMap } from './identity-map.js'
  */
 export class KeyIndex {
   private readonly byKey = new Map<string, HasState[]>()
+  private readonly count: ChangeCount
   private changes = -1
   private allChanges = -1
 
   constructor(
+    map: IdentityMap,
     private readonly meta: EntityMeta,
     /** An entity's key as text, undefined while a part of it is unset (or a reference without an id). */
     private readonly keyOf: (entity: HasState) => string | undefined,
-  ) {}
+  ) {
+    this.count = map.countChanges(meta)
+  }
 
   /** The tracked entities that had key `wanted` when indexed, in the order the map tracks them. */
   find(map: IdentityMap, wanted: string): readonly HasState[] {
@@ -40,7 +44,7 @@ export class KeyIndex {
   }
 
   private current(map: IdentityMap): boolean {
-    return this.changes === map.changesOf(this.meta) && this.allChanges === map.allChanges
+    return this.changes === this.count.changes && this.allChanges === map.allChanges
   }
 
   private rebuild(map: IdentityMap): void {
@@ -57,7 +61,7 @@ export class KeyIndex {
   }
 
   private stamp(map: IdentityMap): void {
-    this.changes = map.changesOf(this.meta)
+    this.changes = this.count.changes
     this.allChanges = map.allChanges
   }
 }

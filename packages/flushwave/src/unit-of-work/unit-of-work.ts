@@ -174,7 +174,7 @@ export class UnitOfWork implements CollectionFactory {
     if (!byProps) this.keyIndexes.set(meta, (byProps = new Map()))
     const name = props.join(',')
     let index = byProps.get(name)
-    if (!index) byProps.set(name, (index = new KeyIndex(meta, keyOf)))
+    if (!index) byProps.set(name, (index = new KeyIndex(this.map, meta, keyOf)))
     return index
   }
 
