@@ -20,13 +20,18 @@ export class KeyIndex {
     private readonly meta: EntityMeta,
     /** An entity's key as text, undefined while a part of it is unset (or a reference without an id). */
     private readonly keyOf: (entity: HasState) => string | undefined,
+    /**
+     * The key has a Date or JSON column, which user code may change in place, past the identity
+     * map: the index is made again for every lookup (each a walk of the type, as before it existed).
+     */
+    private readonly changesInPlace = false,
   ) {
     this.count = map.countChanges(meta)
   }
 
   /** The tracked entities that had key `wanted` when indexed, in the order the map tracks them. */
   find(map: IdentityMap, wanted: string): readonly HasState[] {
-    if (!this.current(map)) this.rebuild(map)
+    if (this.changesInPlace || !this.current(map)) this.rebuild(map)
     return this.byKey.get(wanted) ?? []
   }
 

@@ -145,7 +145,7 @@ export class UnitOfWork implements CollectionFactory {
       const state = entity[STATE]
       return keyText((prop) => (prop === meta.id.prop ? state.id : state.values[prop]))
     }
-    const index = this.keyIndex(meta, props, heldKey)
+    const index = this.keyIndex(meta, props, heldKey, key !== 'id' && key.some((f) => f.type.mutable))
     for (const entity of wanted === undefined ? [] : index.find(this.map, wanted)) {
       const state = entity[STATE]
       if (state.status === 'detached' || heldKey(entity) !== wanted) continue
@@ -169,12 +169,12 @@ export class UnitOfWork implements CollectionFactory {
     return entity
   }
 
-  private keyIndex(meta: EntityMeta, props: readonly string[], keyOf: (entity: HasState) => string | undefined): KeyIndex {
+  private keyIndex(meta: EntityMeta, props: readonly string[], keyOf: (entity: HasState) => string | undefined, changesInPlace: boolean): KeyIndex {
     let byProps = this.keyIndexes.get(meta)
     if (!byProps) this.keyIndexes.set(meta, (byProps = new Map()))
     const name = props.join(',')
     let index = byProps.get(name)
-    if (!index) byProps.set(name, (index = new KeyIndex(this.map, meta, keyOf)))
+    if (!index) byProps.set(name, (index = new KeyIndex(this.map, meta, keyOf, changesInPlace)))
     return index
   }
 

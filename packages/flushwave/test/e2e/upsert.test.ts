@@ -14,6 +14,7 @@ const schema = defineSchema({
   Line: entity('line', { id: t.id(), cart: t.manyToOne('Cart'), sku: t.text(), quantity: t.integer() }, { unique: [['cart', 'sku']] }),
   Code: entity('code', { id: t.providedId(), value: t.text() }),
   Visit: entity('visit', { id: t.id(), customer: t.manyToOne('Customer') }),
+  Slot: entity('slot', { id: t.id(), at: t.timestamptz().unique(), label: t.text() }),
 })
 let db: TestDatabase<typeof schema.defs>
 const writes = () => db.writes().map((q) => q.text)
@@ -24,7 +25,7 @@ describe.each(EXECUTORS)('em.upsert through %s', (executor) => {
   })
   afterAll(() => db.close())
   beforeEach(async () => {
-    await db.sql`truncate visit, line, cart, code, customer`
+    await db.sql`truncate visit, line, cart, code, customer, slot`
   })
   const reset = () => void (db.queries.length = 0)
 
@@ -189,6 +190,17 @@ describe.each(EXECUTORS)('em.upsert through %s', (executor) => {
     expect(em.upsert('Customer', { email: 'c3@x', name: 'after' }, { onConflict: 'email' })).toBe(upserted[3])
     expect(em.upsert('Customer', { email: 'moved@x', name: 'after' }, { onConflict: 'email' })).toBe(held)
     expect(await db.sql`select count(*)::int as n from customer`).toEqual([{ n: 501 }])
+  })
+
+  it('follows a Date key changed in place, past the setters', async () => {
+    const em = db.orm.em()
+    const at = new Date('2026-01-01T10:00:00Z')
+    const slot = em.upsert('Slot', { at, label: 'ten' }, { onConflict: 'at' })
+    expect(em.upsert('Slot', { at: new Date('2026-01-01T10:00:00Z'), label: 'TEN' }, { onConflict: 'at' })).toBe(slot)
+    at.setUTCHours(11)
+    expect(em.upsert('Slot', { at: new Date('2026-01-01T11:00:00Z'), label: 'eleven' }, { onConflict: 'at' })).toBe(slot)
+    await em.flush()
+    expect(await db.sql`select label, "at" = '2026-01-01T11:00:00Z' as moved from slot`).toEqual([{ label: 'eleven', moved: true }])
   })
 
   it('refuses a key that is not unique, a missing key value, and keys already in use here', async () => {
