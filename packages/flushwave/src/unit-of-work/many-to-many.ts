@@ -30,6 +30,15 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
     return items.filter((x) => x[STATE].status !== 'removed' && x[STATE].status !== 'detached')
   }
 
+  /** Whether `item` is in `items`, without making them: a loop of has() checks stays linear. */
+  override has(item: HasState): boolean {
+    if (this.persisted === undefined) return super.has(item) // not loaded: throws, as `items` does
+    const state = stateOf(item)
+    if (state === undefined || state.status === 'removed' || state.status === 'detached') return false
+    // add() takes an item out of `removed` and remove() out of `added`: the two never share one.
+    return this.added.has(item) || (this.persisted.has(item) && !this.removed.has(item))
+  }
+
   add(item: HasState): void {
     this.check(item)
     ;(this.owner[STATE].owner as CollectionFactory).changing(this.owner)
