@@ -11,7 +11,8 @@
  * Each side in a worker thread of its own (ab-worker.ts), a V8 isolate of its own: when both
  * copies shared one isolate, a change that kept the last flush's objects alive across major GCs
  * kept the base copy's hidden classes too, and measured 1.037 where isolated sides give 0.956.
- * Every order of the sides in turn (ab-sides.ts): two copies of one commit compared 0.990 (300 rounds).
+ * Every order of the sides in turn (ab-sides.ts): two copies of one commit compared 0.990 and 1.012
+ * (225 rounds each), so a change under 2% does not show.
  *
  *   pnpm --filter bench exec tsx src/ab.ts mixedFlush 10 300 [ref]
  *
