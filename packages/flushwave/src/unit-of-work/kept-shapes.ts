@@ -10,7 +10,7 @@ import type { WriteStatement } from '../sql/statement.js'
  * across the change set, the plan and the statements.
  * - Measured with `ab.ts` (each side in its own isolate, a full GC before each sample, 225 rounds)
  *   against 08cfbd0: mixedFlush ×10 0.956 and 0.962 per round, bulkCreate ×1 0.984, where two
- *   copies of one commit give 0.990.
+ *   copies of one commit give 0.990 and 1.012.
  * - Keeping the result alone: 0.975.
  * - Keeping the driver's queries and answers as well: 0.956 again, so they are left to die.
  * - A production process pays this once per major GC; the bench, with a full GC before every
