@@ -30,16 +30,22 @@ export interface AbRequest {
   readonly key: number
 }
 
+/** A side's units of work: each prepared (untimed) for a request, and what to close at the end. */
+interface Work {
+  prepare(request: AbRequest): Promise<UnitOfWork>
+  close(): Promise<void>
+}
+
 const data = workerData as AbSide
 const library = async (): Promise<Library> => (data.side === 'working tree' ? workingTreeCopy() : (await libraryAt(data.side)).library)
-const prepare = data.mode === 'own' ? await ownWork() : await wireWork()
+const work = data.mode === 'own' ? await ownWork() : await wireWork()
 
-async function ownWork(): Promise<{ prepare: (request: AbRequest) => Promise<UnitOfWork>; close(): Promise<void> }> {
+async function ownWork(): Promise<Work> {
   const units = instantUnits(await library(), data.scenario, data.size)
   return { prepare: (request) => units(request.key), close: async () => {} }
 }
 
-async function wireWork(): Promise<{ prepare: (request: AbRequest) => Promise<UnitOfWork>; close(): Promise<void> }> {
+async function wireWork(): Promise<Work> {
   const factory =
     data.side === 'raw-pipelined' ? rawPipelined : flushwaveSeries(data.side === 'working tree' ? 'working tree' : 'base', undefined, {}, await library())
   const admin = postgres(data.url!, { max: 1, onnotice: () => {} })
@@ -56,11 +62,11 @@ async function wireWork(): Promise<{ prepare: (request: AbRequest) => Promise<Un
 
 parentPort!.on('message', async (request: AbRequest | null) => {
   if (request === null) {
-    await prepare.close()
+    await work.close()
     parentPort!.close()
     return
   }
-  const run = await prepare.prepare(request)
+  const run = await work.prepare(request)
   await fullGc()
   const started = performance.now()
   await run()

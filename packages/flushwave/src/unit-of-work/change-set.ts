@@ -5,6 +5,7 @@ import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { selfReferences } from '../schema/self-references.js'
 import { label, STATE, type EntityState, type HasState } from './entity-state.js'
 import type { IdentityMap } from './identity-map.js'
+import { addTo } from '../plan/groups.js'
 import type { Referrer, TableIndex } from '../plan/table-index.js'
 import { isChanged } from './dirty.js'
 import { ManyToManyCollection } from './many-to-many.js'
@@ -229,10 +230,7 @@ function cascadeInMemory(map: IdentityMap, deleted: HasState[], index: TableInde
       const state = entity[STATE]
       if (state.status !== 'managed' && state.status !== 'stub') continue
       const parent = state.values[field.prop] as HasState | null | undefined
-      if (!parent) continue
-      const list = cascadingFrom.get(parent)
-      if (list) list.push(entity)
-      else cascadingFrom.set(parent, [entity])
+      if (parent) addTo(cascadingFrom, parent, entity)
     }
   }
   for (let i = 0; i < deleted.length; i++) {

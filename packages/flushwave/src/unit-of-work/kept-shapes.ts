@@ -30,7 +30,7 @@ export function keepShapes(waves: readonly (readonly WriteStatement[])[], object
 }
 
 /** The characters of the statements' parameters, counted until they pass `limit`. */
-export function paramChars(waves: readonly (readonly WriteStatement[])[], limit: number): number {
+function paramChars(waves: readonly (readonly WriteStatement[])[], limit: number): number {
   let chars = 0
   for (let w = 0; w < waves.length; w++) {
     const statements = waves[w]!

@@ -1,3 +1,4 @@
+import { addTo } from '../plan/groups.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { STATE, type HasState } from './entity-state.js'
 import type { ChangeCount, IdentityMap } from './identity-map.js'
@@ -35,16 +36,14 @@ export class KeyIndex {
     return this.byKey.get(wanted) ?? []
   }
 
-  /**
-   * Call right after a change of one's own that kept the index true: `entity` created with key
-   * `key`, or (no entity) values set that are not this key's. The index was current before it.
-   */
-  changedBy(map: IdentityMap, entity?: HasState, key?: string): void {
-    if (entity !== undefined && key !== undefined) {
-      const list = this.byKey.get(key)
-      if (list) list.push(entity)
-      else this.byKey.set(key, [entity])
-    }
+  /** Call right after creating `entity` (with key `key`), when the index was current before. */
+  created(map: IdentityMap, entity: HasState, key: string | undefined): void {
+    if (key !== undefined) addTo(this.byKey, key, entity)
+    this.stamp(map)
+  }
+
+  /** Call right after setting values that are not this key's, when the index was current before. */
+  keyUnchanged(map: IdentityMap): void {
     this.stamp(map)
   }
 
@@ -57,10 +56,7 @@ export class KeyIndex {
     for (const entity of map.of(this.meta)) {
       if (entity[STATE].status === 'detached') continue
       const key = this.keyOf(entity)
-      if (key === undefined) continue
-      const list = this.byKey.get(key)
-      if (list) list.push(entity)
-      else this.byKey.set(key, [entity])
+      if (key !== undefined) addTo(this.byKey, key, entity)
     }
     this.stamp(map)
   }

@@ -154,12 +154,12 @@ export class UnitOfWork implements CollectionFactory {
       // The key's values are equal already (and a pending upsert's key cannot be assigned).
       const rest = Object.fromEntries(Object.entries(data).filter(([prop]) => prop !== meta.id.prop && !props.includes(prop)))
       this.assign(entity, rest)
-      index.changedBy(this.map) // values of other properties than the key's
+      index.keyUnchanged(this.map) // `rest` holds no property of the key
       if (state.upsert) for (const prop in rest) state.upsert.update.add(meta.fieldByProp.get(prop)!)
       return entity
     }
     const entity = this.create(meta, data)
-    index.changedBy(this.map, entity, heldKey(entity))
+    index.created(this.map, entity, heldKey(entity))
     const update = new Set<FieldMeta>()
     for (const prop in data) {
       const field = meta.fieldByProp.get(prop)
