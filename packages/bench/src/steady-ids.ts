@@ -28,7 +28,7 @@
  */
 import { PerformanceObserver } from 'node:perf_hooks'
 import { proxyDatabase, startDatabase, startToxiproxy } from 'devdb'
-import { flushwave, noDelaySocket, type FlushResult, type SocketTarget } from 'flushwave'
+import { flushwave, tcpNoDelay, type FlushResult } from 'flushwave'
 import postgres from 'postgres'
 import { benchDatabase, via } from './database.js'
 import { graph } from './data.js'
@@ -80,32 +80,27 @@ const toxi = latencyMs > 0 ? await startToxiproxy() : undefined
 const proxy = toxi && (await proxyDatabase(toxi, db, { name: 'steady-ids' }))
 await proxy?.setLatency(latencyMs)
 const url = proxy ? via(bench.url, proxy.host, proxy.port) : bench.url
-/** When Flushwave's connection wrote first since the flush began (its BEGIN), in performance.now() ms. */
-let beginSentAt = 0
-let flushStarted = false
-const sql = postgres(url, {
-  max: Number(process.env.POOL ?? 1),
-  onnotice: () => {},
-  // Flushwave's own socket (TCP_NODELAY), watched for a flush's first write. Not postgres.js's
-  // `debug` hook: with it, postgres.js makes an Error (a stack trace) for every query, and those
-  // keep each flush's objects alive through young-generation GCs (measured: 4× the bytes
-  // surviving a scavenge, and twice its pause), a cost only this series would pay.
-  socket: async (target: SocketTarget) => {
-    const socket = await noDelaySocket(target)
-    const write = socket.write.bind(socket) as (...args: unknown[]) => boolean
-    socket.write = ((...args: unknown[]) => {
-      if (flushStarted) (flushStarted = false), (beginSentAt = performance.now())
-      return write(...args)
-    }) as typeof socket.write
-    return socket
-  },
-} as postgres.Options<Record<string, never>>)
+const sql = postgres(url, { ...tcpNoDelay, max: Number(process.env.POOL ?? 1), onnotice: () => {} })
 const raw = await rawPipelined.open(url)
 try {
   if (process.argv[2] === 'pooled') {
     for (const table of ['author', 'book', 'book_review', 'tag']) await bench.admin.unsafe(`alter table ${table} alter column id set increment by 1000`)
   }
-  const orm = flushwave({ schema: benchSchema, sql })
+  // When a flush's first statement is handed to postgres.js: its connection is reserved by then
+  // (on a pool of one, after any refill ahead of it), and BEGIN leaves with it. Not postgres.js's
+  // `debug` hook: with it postgres.js captures a stack trace per query, and those kept each
+  // flush's objects alive through young-generation GCs (a forced minor GC every 10 flushes found
+  // 4× the bytes surviving, and twice the pause), a cost only this series paid. Nor the socket's
+  // first write: a background refill may write first.
+  let beginSentAt = 0
+  let flushStarted = false
+  const orm = flushwave({
+    schema: benchSchema,
+    sql,
+    onQuery: (event) => {
+      if (flushStarted && event.phase === 'write') (flushStarted = false), (beginSentAt = performance.now())
+    },
+  })
   const flushwaveRuns: Timed[] = []
   const rawRuns: Timed[] = []
   let waited = 0
