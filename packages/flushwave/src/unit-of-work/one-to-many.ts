@@ -36,6 +36,15 @@ export class OneToManyCollection extends CollectionBase<HasState> {
     return items
   }
 
+  /** Whether `item` is in `items`, without making them: a loop of has() checks stays linear. */
+  override has(item: HasState): boolean {
+    if (!this.loaded) return super.has(item) // throws, as `items` does
+    const state = stateOf(item)
+    if (state === undefined || state.values[this.meta.inverse.prop] !== this.owner) return false
+    if (state.status === 'removed' || state.status === 'detached') return false
+    return this.referrers.of(this.meta.target, this.meta.inverse, this.owner).has(item)
+  }
+
   add(item: HasState): void {
     this.check(item)
     ;(item as unknown as Record<string, unknown>)[this.meta.inverse.prop] = this.owner

@@ -29,7 +29,7 @@ export class Referrers {
    * Every entity of type `meta` that has pointed at `to` through `field` since the field was
    * indexed, or points at it now: at first in the order they became tracked, then as they did.
    */
-  of(meta: EntityMeta, field: FieldMeta, to: HasState): Iterable<HasState> {
+  of(meta: EntityMeta, field: FieldMeta, to: HasState): ReadonlySet<HasState> {
     let byTarget = this.byField.get(field)
     if (!byTarget) {
       this.byField.set(field, (byTarget = new Map()))
@@ -38,9 +38,11 @@ export class Referrers {
         if (target !== null && target !== undefined) add(byTarget, target as HasState, entity)
       }
     }
-    return byTarget.get(to) ?? []
+    return byTarget.get(to) ?? NONE
   }
 }
+
+const NONE: ReadonlySet<HasState> = new Set()
 
 function add(byTarget: Map<HasState, Set<HasState>>, to: HasState, from: HasState): void {
   const set = byTarget.get(to)
