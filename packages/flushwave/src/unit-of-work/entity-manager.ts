@@ -110,7 +110,7 @@ export class EntityManager<D extends SchemaDefs> {
       // Ids that flushes inside took are free again once the rollback is certain: the callback threw
       // (COMMIT was never sent) or the server refused COMMIT. A connection lost at COMMIT may have committed.
       const rolledBack = fnFailed || error instanceof FlushError
-      journal.restore(this.uow.map, rolledBack ? (meta, ids) => this.ids.give(meta, ids) : undefined)
+      journal.restore(this.uow.map, rolledBack ? (meta, ids) => this.ids.give(meta, ids) : undefined, (entity) => this.uow.restored(entity))
       throw error
     }
     for (const call of deferred) await call()

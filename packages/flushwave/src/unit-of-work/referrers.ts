@@ -6,7 +6,8 @@ import { STATE, type HasState } from './entity-state.js'
  * items without walking every tracked entity of the target type (that walk made
  * `for (const book of books) book.reviews.items` quadratic in the entities loaded). Entries are
  * only ever added: each is a candidate the collection checks against the entity's current value, so
- * reassignments, removals and the values a rolled-back transaction restores need no upkeep here.
+ * reassignments and removals need no upkeep here. A rollback notes the references it puts back
+ * (UnitOfWork.restored): the index may have been made after they moved.
  *
  * A field is indexed from the first time a collection asks about it: one walk of the entities of
  * its type then, by their current values, and every assignment after. Until then `note` costs a

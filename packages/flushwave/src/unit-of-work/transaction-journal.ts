@@ -76,12 +76,12 @@ export class TransactionJournal {
   }
 
   /**
-   * Puts every saved entity back and detaches every entity that entered. Sequence ids that flushes
+   * Puts every saved entity back (telling `restored` of each) and detaches every entity that entered. Sequence ids that flushes
    * inside the transaction assigned go to `giveBack` (the rollback means no row kept them), unless
    * the transaction's outcome is unknown: then they stay with their entities, so that a retry fails as
    * a duplicate rather than writing the rows twice.
    */
-  restore(map: IdentityMap, giveBack: ((meta: EntityMeta, ids: string[]) => void) | undefined): void {
+  restore(map: IdentityMap, giveBack: ((meta: EntityMeta, ids: string[]) => void) | undefined, restored: (entity: HasState) => void): void {
     const freed = new Map<EntityMeta, string[]>()
     const free = (s: EntityState, before: unknown) => {
       // An upserted entity may hold an existing row's id: never the pool's to take back.
@@ -104,6 +104,7 @@ export class TransactionJournal {
       free(s, saved.id)
       for (const key of Object.keys(s.values)) if (!(key in saved.values)) delete s.values[key]
       Object.assign(s.values, saved.values)
+      restored(entity)
       Object.assign(s, { status: saved.status, id: giveBack === undefined && saved.id === undefined ? s.id : saved.id, snapshot: saved.snapshot, touched: saved.touched, pins: saved.pins, increments: saved.increments && new Map(saved.increments) })
       // An id kept because the transaction may have committed is no longer the pool's to take back.
       s.poolId = giveBack === undefined ? false : saved.poolId

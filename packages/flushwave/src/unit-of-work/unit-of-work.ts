@@ -343,6 +343,15 @@ export class UnitOfWork implements CollectionFactory {
     this.referrers.note(field, from, to)
   }
 
+  /**
+   * A rollback put the entity's values back. The referrers index may have been made inside the
+   * transaction, after a reference moved: the one restored is then news to it.
+   */
+  restored(entity: HasState): void {
+    const state = entity[STATE]
+    for (const field of state.meta.fields) if (field.ref) this.referrers.note(field, entity, state.values[field.prop])
+  }
+
   touch(entity: HasState): void {
     this.map.touch(entity)
   }

@@ -380,6 +380,31 @@ describe('flush', () => {
       { title: 'late', author: b.id },
     ])
   })
+
+  it('keeps a one-to-many true when its first read is inside a transaction that rolls back a move', async () => {
+    const setup = db.orm.em()
+    const a = setup.create('Author', { name: 'first read a' })
+    const b = setup.create('Author', { name: 'first read b' })
+    const book = setup.create('Book', { title: 'moved and back', author: a })
+    await setup.flush()
+
+    const em = db.orm.em()
+    const [loadedA, loadedB] = await Promise.all([em.load('Author', a.id), em.load('Author', b.id)])
+    await em.populate([loadedA, loadedB], 'books')
+    const [loaded] = await em.find('Book', { id: book.id })
+    await em
+      .transaction(async () => {
+        loaded!.author = loadedB
+        // The collection's first read, after the move: what it indexes is the moved reference.
+        expect(loadedB.books.items).toEqual([loaded])
+        throw new Error('undo')
+      })
+      .catch(() => undefined)
+    expect(loaded!.author).toBe(loadedA)
+    expect(loadedA.books.items).toEqual([loaded])
+    expect(loadedA.books.has(loaded!)).toBe(true)
+    expect(loadedB.books.items).toEqual([])
+  })
 })
 
 describe('client-made ids', () => {
