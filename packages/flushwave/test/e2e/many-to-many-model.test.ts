@@ -3,6 +3,7 @@ import type { EntityOf } from '../../src/index.js'
 import { stateOf } from '../../src/unit-of-work/entity-state.js'
 import { bookstore, type Book } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
+import { seededRandom } from '../support/random.js'
 
 type Tag = EntityOf<typeof bookstore, 'Tag'>
 
@@ -19,17 +20,6 @@ beforeAll(async () => {
 })
 afterAll(() => db.close())
 
-/** mulberry32: a failing seed replays the same steps. */
-function random(seed: number): () => number {
-  let s = seed
-  return () => {
-    s = (s + 0x6d2b79f5) | 0
-    let t = Math.imul(s ^ (s >>> 15), 1 | s)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 const SEEDS = 16
 const STEPS = 120
 const live = (x: object) => ['new', 'managed'].includes(stateOf(x)!.status)
@@ -44,7 +34,7 @@ describe('a many-to-many collection against a model', () => {
       await setup.flush()
 
       const em = db.orm.em()
-      const next = random(seed)
+      const next = seededRandom(seed)
       const pick = <T>(xs: readonly T[]): T | undefined => xs[Math.floor(next() * xs.length)]
       const owner = await em.load('Author', author.id)
       const books: Book[] = await em.find('Book', { author: author.id })

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stateOf } from '../../src/unit-of-work/entity-state.js'
 import { bookstore, type Author, type Book } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
+import { seededRandom } from '../support/random.js'
 
 /**
  * A one-to-many collection against a model of what it must hold: every tracked book whose author
@@ -15,17 +16,6 @@ beforeAll(async () => {
 })
 afterAll(() => db.close())
 
-/** mulberry32: a failing seed replays the same steps. */
-function random(seed: number): () => number {
-  let s = seed
-  return () => {
-    s = (s + 0x6d2b79f5) | 0
-    let t = Math.imul(s ^ (s >>> 15), 1 | s)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 const SEEDS = 16
 const STEPS = 120
 
@@ -38,7 +28,7 @@ describe('a one-to-many collection against a model', () => {
       await setup.flush()
 
       const em = db.orm.em()
-      const next = random(seed)
+      const next = seededRandom(seed)
       const pick = <T>(xs: readonly T[]): T | undefined => xs[Math.floor(next() * xs.length)]
       const authors: Author[] = await em.find('Author', { id: { in: made.map((a) => a.id) } })
       authors.push(em.create('Author', { name: `model ${seed} here` })) // created here: loaded from the start
