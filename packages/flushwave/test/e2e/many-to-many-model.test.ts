@@ -3,7 +3,7 @@ import type { EntityOf } from '../../src/index.js'
 import { stateOf } from '../../src/unit-of-work/entity-state.js'
 import { bookstore, type Book } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { seededRandom } from '../support/random.js'
+import { rolledBackChanges, seededRandom } from '../support/random-steps.js'
 
 type Tag = EntityOf<typeof bookstore, 'Tag'>
 
@@ -109,21 +109,8 @@ describe('a many-to-many collection against a model', () => {
           await em.flush()
           await checkTable()
         } else if (r < 0.85) {
-          log.push('transaction {')
           const saved = new Map([...links].map(([b, ts]) => [b, new Set(ts)]))
-          await em
-            .transaction(async (tx) => {
-              for (let i = 0, n = 1 + Math.floor(next() * 4); i < n; i++) change()
-              if (next() < 0.5) {
-                log.push('flush inside')
-                await tx.flush()
-              }
-              throw new Error('roll back')
-            })
-            .catch((error: unknown) => {
-              if (!(error instanceof Error && error.message === 'roll back')) throw error
-            })
-          log.push('} rolled back')
+          await rolledBackChanges(em, next, () => change(), log)
           links.clear()
           for (const [b, ts] of saved) links.set(b, ts)
         }

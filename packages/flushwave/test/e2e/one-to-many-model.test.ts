@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stateOf } from '../../src/unit-of-work/entity-state.js'
 import { bookstore, type Author, type Book } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { seededRandom } from '../support/random.js'
+import { rolledBackChanges, seededRandom } from '../support/random-steps.js'
 
 /**
  * A one-to-many collection against a model of what it must hold: every tracked book whose author
@@ -91,20 +91,7 @@ describe('a one-to-many collection against a model', () => {
           log.push('flush')
           await em.flush()
         } else if (r < 0.85) {
-          log.push('transaction {')
-          await em
-            .transaction(async (tx) => {
-              for (let i = 0, n = 1 + Math.floor(next() * 4); i < n; i++) change(true)
-              if (next() < 0.5) {
-                log.push('flush inside')
-                await tx.flush()
-              }
-              throw new Error('roll back')
-            })
-            .catch((error: unknown) => {
-              if (!(error instanceof Error && error.message === 'roll back')) throw error
-            })
-          log.push('} rolled back')
+          await rolledBackChanges(em, next, () => change(true), log)
         }
         if (step >= firstRead) reading = true
         check()
