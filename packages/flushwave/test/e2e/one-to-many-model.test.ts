@@ -53,24 +53,31 @@ describe('a one-to-many collection against a model', () => {
           for (const b of books) expect(author.books.has(b), log.join('; ')).toBe(model.includes(b))
         }
       }
-      /** A change made without awaiting: the kinds a transaction's callback makes too. */
-      const change = (inside: boolean) => {
+      /** One change, of the kinds a transaction's callback makes too (a locking read only there). */
+      const change = async (inside: boolean) => {
         const r = next()
         const book = pick(live())
         const author = pick(authors)!
-        if (r < 0.35 && book) {
+        if (r < 0.25 && book) {
           log.push(`move ${book.title} to ${author.name}`)
           book.author = author
-        } else if (r < 0.55 && book && author.books.isLoaded) {
+        } else if (r < 0.35 && book) {
+          log.push(`assign ${book.title} to ${author.name}`)
+          em.assign(book, { author })
+        } else if (r < 0.5 && book && author.books.isLoaded) {
           log.push(`add ${book.title} to ${author.name}`)
           author.books.add(book)
-        } else if (r < 0.7 && book) {
+        } else if (r < 0.62 && book) {
           log.push(`remove ${book.title}`)
           em.remove(book)
-        } else if (r < 0.85) {
+        } else if (r < 0.74) {
           const title = `model ${seed} made ${++created}`
           log.push(`create ${title} for ${author.name}`)
           books.push(em.create('Book', { title, author }))
+        } else if (r < 0.86 && inside && book && stateOf(book)!.status === 'managed') {
+          // Reads the row again (its unflushed changes stay) and locks it.
+          log.push(`locking read of ${book.title}`)
+          await em.load('Book', book.id, { lock: 'update' })
         } else if (inside || reading) {
           log.push('read')
           reading = true
@@ -80,7 +87,7 @@ describe('a one-to-many collection against a model', () => {
 
       for (let step = 0; step < STEPS; step++) {
         const r = next()
-        if (r < 0.55) change(false)
+        if (r < 0.55) await change(false)
         else if (r < 0.65) {
           const author = pick(authors.filter((a) => !a.books.isLoaded))
           if (author) {

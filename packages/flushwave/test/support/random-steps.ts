@@ -18,11 +18,11 @@ interface Transactional {
  * Runs 1 to 4 of `change` inside `em.transaction()`, flushes there half the time, then throws: the
  * transaction rolls back and its changes must be undone.
  */
-export async function rolledBackChanges(em: Transactional, next: () => number, change: () => void, log: string[]): Promise<void> {
+export async function rolledBackChanges(em: Transactional, next: () => number, change: () => void | Promise<void>, log: string[]): Promise<void> {
   log.push('transaction {')
   await em
     .transaction(async (tx) => {
-      for (let i = 0, n = 1 + Math.floor(next() * 4); i < n; i++) change()
+      for (let i = 0, n = 1 + Math.floor(next() * 4); i < n; i++) await change()
       if (next() < 0.5) {
         log.push('flush inside')
         await tx.flush()
