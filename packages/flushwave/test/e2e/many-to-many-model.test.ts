@@ -63,11 +63,18 @@ describe('a many-to-many collection against a model', () => {
         const sorted = (xs: readonly { title: string; name: string }[]) => xs.map((x) => `${x.title} / ${x.name}`).sort()
         expect(sorted(rows as never), log.join('; ')).toEqual(sorted(model))
       }
-      const change = () => {
+      /** One change, of the kinds a transaction's callback makes too (loads there as well). */
+      const change = async (inside: boolean) => {
         const r = next()
         const book = pick(books.filter(live))
         const tag = pick(tags.filter(live))
-        if (r < 0.35 && book && tag) {
+        if (inside && r < 0.1 && book && !book.tags.isLoaded) {
+          log.push(`populate ${book.title} inside`)
+          await em.populate(book, 'tags')
+        } else if (inside && r < 0.2 && book && stateOf(book)!.status === 'managed') {
+          log.push(`locking read of ${book.title}`)
+          await em.load('Book', book.id, { lock: 'update' })
+        } else if (r < 0.35 && book && tag) {
           log.push(`add ${tag.name} to ${book.title}`)
           book.tags.add(tag)
           links.get(book)!.add(tag)
@@ -97,7 +104,7 @@ describe('a many-to-many collection against a model', () => {
 
       for (let step = 0; step < STEPS; step++) {
         const r = next()
-        if (r < 0.55) change()
+        if (r < 0.55) await change(false)
         else if (r < 0.65) {
           const book = pick(books.filter((b) => live(b) && !b.tags.isLoaded))
           if (book) {
@@ -110,7 +117,7 @@ describe('a many-to-many collection against a model', () => {
           await checkTable()
         } else if (r < 0.85) {
           const saved = new Map([...links].map(([b, ts]) => [b, new Set(ts)]))
-          await rolledBackChanges(em, next, () => change(), log)
+          await rolledBackChanges(em, next, () => change(true), log)
           links.clear()
           for (const [b, ts] of saved) links.set(b, ts)
         }

@@ -15,17 +15,20 @@ interface Transactional {
 }
 
 /**
- * Runs 1 to 4 of `change` inside `em.transaction()`, flushes there half the time, then throws: the
- * transaction rolls back and its changes must be undone.
+ * Runs 1 to 4 of `change` inside `em.transaction()`, with flushes there between them at random
+ * (so that loads inside can see rows the transaction wrote), then throws: the transaction rolls
+ * back and its changes must be undone.
  */
 export async function rolledBackChanges(em: Transactional, next: () => number, change: () => void | Promise<void>, log: string[]): Promise<void> {
   log.push('transaction {')
   await em
     .transaction(async (tx) => {
-      for (let i = 0, n = 1 + Math.floor(next() * 4); i < n; i++) await change()
-      if (next() < 0.5) {
-        log.push('flush inside')
-        await tx.flush()
+      for (let i = 0, n = 1 + Math.floor(next() * 4); i <= n; i++) {
+        if (next() < 0.3) {
+          log.push('flush inside')
+          await tx.flush()
+        }
+        if (i < n) await change()
       }
       throw new Error('roll back')
     })
