@@ -183,6 +183,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       collections.push(collection)
     }
   }
+  if (inserted.length > 0 && written.size > 0) refuseVacatedKeys(inserted, written.keys(), fieldText, idText)
   const replaced = deletes.length > 0 && inserted.length + written.size > 0 ? replacedKeys(deleted, [...inserted, ...written.keys()], fieldText, idText) : undefined
   const ordered = replaced === undefined ? deletes : deletes.map((d, i) => (replaced.has(deleted[i]!) ? { ...d, first: true as const } : d))
   const nulled = deleted.length > 0 ? cascadeInMemory(map, deleted, index) : []
@@ -315,10 +316,7 @@ function replacedKeys(
     const state = entity[STATE]
     const snapshot = state.snapshot
     if (state.status !== 'removed' || snapshot === undefined || !keyed(state.meta)) continue
-    const old = (f: FieldMeta): Text => {
-      const value = snapshot[f.prop]
-      return f.ref && value !== null && value !== undefined ? idText((value as HasState)[STATE], value as HasState) : ((value as Text | undefined) ?? null)
-    }
+    const old = (f: FieldMeta): Text => snapshotText(snapshot, f, idText)
     if (keysOf(state.meta, old, () => idText(state, entity)).some((key) => taken.has(key))) replaced.add(entity)
   }
   if (replaced.size === 0) return undefined
@@ -360,6 +358,49 @@ function replacedKeys(
 }
 
 /** An entity's unique-key values as strings, one per key with no NULL in it (NULLs never clash). */
+/** A field's value as the row was read (a reference as its id). */
+function snapshotText(snapshot: Record<string, unknown>, f: FieldMeta, idText: (state: EntityState, entity: HasState) => string): Text {
+  const value = snapshot[f.prop]
+  return f.ref && value !== null && value !== undefined ? idText((value as HasState)[STATE], value as HasState) : ((value as Text | undefined) ?? null)
+}
+
+/**
+ * A row inserted or upserted here cannot take a unique key (or provided id) that a row updated
+ * here gives up. Inserts run before updates (an update may point at a row inserted here), so the
+ * row still holds the key then: an insert fails (UniqueViolationError), and an upsert finds that
+ * row and updates it instead of making its own, which the update then renames: one row for two
+ * entities, and the upserted values lost. Refused before anything is sent; linear in the rows.
+ */
+function refuseVacatedKeys(
+  inserted: readonly HasState[],
+  updated: Iterable<HasState>,
+  fieldText: (state: EntityState, field: FieldMeta, value: unknown) => Text,
+  idText: (state: EntityState, entity: HasState) => string,
+): void {
+  let vacated: Map<string, HasState> | undefined
+  for (const entity of updated) {
+    const state = entity[STATE]
+    const snapshot = state.snapshot
+    if (snapshot === undefined || !keyed(state.meta)) continue
+    const id = () => idText(state, entity)
+    const now = keysOf(state.meta, (f) => fieldText(state, f, state.values[f.prop]), id)
+    for (const key of keysOf(state.meta, (f) => snapshotText(snapshot, f, idText), id)) if (!now.includes(key)) (vacated ??= new Map()).set(key, entity)
+  }
+  if (vacated === undefined) return
+  for (const entity of inserted) {
+    const state = entity[STATE]
+    if (!keyed(state.meta)) continue
+    for (const key of keysOf(state.meta, (f) => fieldText(state, f, state.values[f.prop]), () => idText(state, entity))) {
+      const from = vacated.get(key)
+      if (from === undefined) continue
+      const would = state.upsert ? 'an upsert would find that row and update it' : 'the insert would find the key taken'
+      throw new EntityStateError(
+        `${label(state)} takes a unique key that ${label(from[STATE])} gives up in this flush: rows are inserted before others are updated, so ${would}; flush the change to ${label(from[STATE])} first`,
+      )
+    }
+  }
+}
+
 function keysOf(meta: EntityMeta, text: (field: FieldMeta) => Text, id: () => string): string[] {
   const out: string[] = []
   if (meta.id.strategy === 'provided') out.push(`${meta.name}\u0000id\u0000${id()}`)
