@@ -76,10 +76,10 @@ export class TransactionJournal {
   }
 
   /**
-   * Puts every saved entity back (telling `restored` of each) and detaches every entity that entered. Sequence ids that flushes
-   * inside the transaction assigned go to `giveBack` (the rollback means no row kept them), unless
-   * the transaction's outcome is unknown: then they stay with their entities, so that a retry fails as
-   * a duplicate rather than writing the rows twice.
+   * Puts every saved entity back (telling `restored` of each) and detaches every entity that
+   * entered. Sequence ids that flushes inside the transaction assigned go to `giveBack` (the rollback
+   * means no row kept them), unless the transaction's outcome is unknown: then they stay with their
+   * entities, so that a retry fails as a duplicate rather than writing the rows twice.
    */
   restore(map: IdentityMap, giveBack: ((meta: EntityMeta, ids: string[]) => void) | undefined, restored: (entity: HasState) => void): void {
     const freed = new Map<EntityMeta, string[]>()
