@@ -77,6 +77,11 @@ export interface RowUpdate {
    * increments and no other change checks no version: adding commutes with concurrent writers.
    */
   readonly increments?: ReadonlyMap<number, Text>
+  /**
+   * Sent in a later UPDATE than the rows of its table with a lower `after` (absent: 0): it takes a
+   * unique value one of them gives up, and PostgreSQL checks a unique key row by row.
+   */
+  readonly after?: number
 }
 
 export interface RowDelete {

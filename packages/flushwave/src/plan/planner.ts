@@ -12,9 +12,10 @@ import type { Plan, Preparation } from './plan.js'
  * Turns changes into one wave of per-table ops in an order that satisfies immediate foreign keys:
  *
  *   replaced rows (deletes marked `first`: their key is taken by a row written here), each with
- *   its cascades and links → inserts (parents first) → cycle fix-ups → link inserts → updates →
- *   link deletes → cycle references of rows to delete cleared → per deleted table, children first:
- *   its cascades, its links, its rows
+ *   its cascades and links → inserts (parents first) → cycle fix-ups → link inserts → updates (per
+ *   table one UPDATE, or one per `after` pass when rows pass unique values on) → link deletes →
+ *   cycle references of rows to delete cleared → per deleted table, children first: its cascades,
+ *   its links, its rows
  *
  * Updates sit between inserts and deletes because an update may point a row at a new parent, or
  * away from a parent about to be deleted; the change set marks a delete `first` only when nothing
@@ -61,7 +62,7 @@ export function planFlush(
   }
   for (const entity of order) {
     const rows = updates.get(entity)
-    if (rows) ops.push(updateOp(entity, rows))
+    if (rows) for (const pass of inPasses(rows)) ops.push(updateOp(entity, pass))
   }
   const linkRemoves = byLink(changes.linkRemoves)
   for (const link of links) {
@@ -329,6 +330,16 @@ function versionsOf(rows: readonly { readonly version?: Text }[]): Text[] {
   const versions: Text[] = []
   for (const row of rows) versions.push(row.version ?? null)
   return versions
+}
+
+/** A table's updates in the UPDATEs they need: one, or one per `after` when rows pass unique values on. */
+function inPasses(rows: readonly RowUpdate[]): (readonly RowUpdate[])[] {
+  let last = 0
+  for (const row of rows) if (row.after !== undefined && row.after > last) last = row.after
+  if (last === 0) return [rows]
+  const passes: RowUpdate[][] = Array.from({ length: last + 1 }, () => [])
+  for (const row of rows) passes[row.after ?? 0]!.push(row)
+  return passes.filter((pass) => pass.length > 0)
 }
 
 function byEntity<R extends { readonly entity: EntityMeta }>(rows: readonly R[]): Map<EntityMeta, R[]> {

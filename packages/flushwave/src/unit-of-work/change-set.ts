@@ -75,6 +75,8 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const linkAdds: LinkChange[] = []
   const linkRemoves: LinkChange[] = []
   const written = new Map<HasState, Record<string, unknown>>()
+  /** Updated entities of types with a unique key (or provided ids), and their row's index in `updates`. */
+  const keyedUpdates: [HasState, number][] = []
   const inserted: HasState[] = []
   const insertedSnapshots: Record<string, unknown>[] = []
   const deleted: HasState[] = []
@@ -150,6 +152,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       const increments = state.increments && incrementTexts(meta, state.increments)
       if (increments) counted.set(entity, state.increments!)
       if (changed.size > 0) {
+        if (keyed(meta)) keyedUpdates.push([entity, updates.length])
         if (meta.version) {
           const version = expectedVersion(state)
           if (!increments) snapshot[meta.version.prop] = String(Number(version) + 1)
@@ -183,7 +186,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       collections.push(collection)
     }
   }
-  if (inserted.length > 0 && written.size > 0) refuseVacatedKeys(inserted, written.keys(), fieldText, idText)
+  if (keyedUpdates.length > 0) orderKeyChanges(inserted, keyedUpdates, updates, fieldText, idText)
   const replaced = deletes.length > 0 && inserted.length + written.size > 0 ? replacedKeys(deleted, [...inserted, ...written.keys()], fieldText, idText) : undefined
   const ordered = replaced === undefined ? deletes : deletes.map((d, i) => (replaced.has(deleted[i]!) ? { ...d, first: true as const } : d))
   const nulled = deleted.length > 0 ? cascadeInMemory(map, deleted, index) : []
@@ -365,26 +368,39 @@ function snapshotText(snapshot: Record<string, unknown>, f: FieldMeta, idText: (
 }
 
 /**
- * A row inserted or upserted here cannot take a unique key (or provided id) that a row updated
- * here gives up. Inserts run before updates (an update may point at a row inserted here), so the
- * row still holds the key then: an insert fails (UniqueViolationError), and an upsert finds that
- * row and updates it instead of making its own, which the update then renames: one row for two
- * entities, and the upserted values lost. Refused before anything is sent; linear in the rows.
+ * Rows that give up a unique value (or provided id) in this flush, and rows that take one:
+ *
+ * - An inserted or upserted row cannot take a value an updated row gives up. Inserts run before
+ *   updates (an update may point at a row inserted here), so the updated row still holds the value
+ *   then: an insert fails (UniqueViolationError), and an upsert finds that row and updates it
+ *   instead of making its own, which the update then renames: one row for two entities, the
+ *   upserted values lost. Refused before anything is sent.
+ * - An updated row that takes a value another updated row gives up goes in a later UPDATE of its
+ *   table (`after`): PostgreSQL checks a non-deferrable unique key row by row, so within one UPDATE
+ *   the pass succeeded or failed by the rows' order. A cycle (a swap) cannot pass row by row at
+ *   all: its rows stay in one UPDATE, and the server refuses it.
+ *
+ * Linear in the updated rows of types with a unique key.
  */
-function refuseVacatedKeys(
+function orderKeyChanges(
   inserted: readonly HasState[],
-  updated: Iterable<HasState>,
+  keyedUpdates: readonly (readonly [HasState, number])[],
+  updates: RowUpdate[],
   fieldText: (state: EntityState, field: FieldMeta, value: unknown) => Text,
   idText: (state: EntityState, entity: HasState) => string,
 ): void {
   let vacated: Map<string, HasState> | undefined
-  for (const entity of updated) {
+  const taking: [HasState, number, string[]][] = []
+  for (const [entity, at] of keyedUpdates) {
     const state = entity[STATE]
     const snapshot = state.snapshot
-    if (snapshot === undefined || !keyed(state.meta)) continue
+    if (snapshot === undefined) continue
     const id = () => idText(state, entity)
+    const before = keysOf(state.meta, (f) => snapshotText(snapshot, f, idText), id)
     const now = keysOf(state.meta, (f) => fieldText(state, f, state.values[f.prop]), id)
-    for (const key of keysOf(state.meta, (f) => snapshotText(snapshot, f, idText), id)) if (!now.includes(key)) (vacated ??= new Map()).set(key, entity)
+    for (const key of before) if (!now.includes(key)) (vacated ??= new Map()).set(key, entity)
+    const takes = now.filter((key) => !before.includes(key))
+    if (takes.length > 0) taking.push([entity, at, takes])
   }
   if (vacated === undefined) return
   for (const entity of inserted) {
@@ -398,6 +414,39 @@ function refuseVacatedKeys(
         `${label(state)} takes a unique key that ${label(from[STATE])} gives up in this flush: rows are inserted before others are updated, so ${would}; flush the change to ${label(from[STATE])} first`,
       )
     }
+  }
+  // Each updated row after the ones whose values it takes: levels along the longest chain (Kahn's
+  // order). Rows in or behind a cycle are never reached and stay in the first UPDATE.
+  const takesFrom = new Map<HasState, HasState[]>()
+  const givesTo = new Map<HasState, HasState[]>()
+  for (const [entity, , takes] of taking) {
+    for (const key of takes) {
+      const from = vacated.get(key)
+      if (from === undefined || from === entity) continue
+      addTo(takesFrom, entity, from)
+      addTo(givesTo, from, entity)
+    }
+  }
+  if (takesFrom.size === 0) return
+  const waiting = new Map<HasState, number>()
+  for (const [entity, froms] of takesFrom) waiting.set(entity, froms.length)
+  const level = new Map<HasState, number>()
+  const ready: HasState[] = []
+  for (const from of givesTo.keys()) if (!takesFrom.has(from)) ready.push(from)
+  for (let i = 0; i < ready.length; i++) {
+    const from = ready[i]!
+    const next = (level.get(from) ?? 0) + 1
+    for (const taker of givesTo.get(from) ?? []) {
+      if (next > (level.get(taker) ?? 0)) level.set(taker, next)
+      const left = waiting.get(taker)! - 1
+      waiting.set(taker, left)
+      if (left === 0) ready.push(taker)
+    }
+  }
+  for (const [entity, at] of taking) {
+    if (waiting.get(entity) !== 0) continue // in or behind a cycle
+    const after = level.get(entity)
+    if (after !== undefined && after > 0) updates[at] = { ...updates[at]!, after }
   }
 }
 

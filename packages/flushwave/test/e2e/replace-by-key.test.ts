@@ -126,4 +126,43 @@ describe.each(EXECUTORS)('replace by key through %s', (executor) => {
     await expect(em.flush()).resolves.toMatchObject({ updated: { page: 1 } })
     expect(await db.sql`select p.slug, c.body from comment c join page p on p.id = c.page_id`).toEqual([{ slug: 'old', body: 'first' }])
   })
+
+  it('passes slugs on along a chain, whatever the ids: the row giving one up is updated first', async () => {
+    // PostgreSQL checks a unique key row by row: in one UPDATE the chain failed when the row taking
+    // a slug came before the row giving it up. Each link of the chain is an UPDATE of its own.
+    for (const lowFirst of [true, false]) {
+      await db.sql`truncate page_code, comment, page`
+      const setup = db.orm.em()
+      const pages = ['a', 'b', 'c', 'd'].map((slug) => setup.create('Page', { slug, title: slug }))
+      await setup.flush()
+      const em = db.orm.em()
+      const loaded = await Promise.all(pages.map((p) => em.load('Page', p.id)))
+      // lowFirst: each page takes the slug of the page after it (a lower id takes from a higher one).
+      const chain = lowFirst ? loaded : [...loaded].reverse()
+      chain.forEach((page, i) => (page.slug = chain[i + 1]?.slug ?? 'e'))
+      reset()
+      const result = await em.flush()
+      expect(written()).toEqual(['update page', 'update page', 'update page', 'update page'])
+      expect(result).toMatchObject({ updated: { page: 4 }, roundTrips: 1 })
+      const rows = await db.sql`select title, slug from page order by title`
+      expect(rows.map((r) => `${r.title}:${r.slug}`)).toEqual(lowFirst ? ['a:b', 'b:c', 'c:d', 'd:e'] : ['a:e', 'b:a', 'c:b', 'd:c'])
+    }
+  })
+
+  it('keeps a swap in one UPDATE, which the server refuses: typed, nothing committed', async () => {
+    const setup = db.orm.em()
+    const [x, y] = ['x', 'y'].map((slug) => setup.create('Page', { slug, title: slug }))
+    await setup.flush()
+    const em = db.orm.em()
+    const [lx, ly] = [await em.load('Page', x!.id), await em.load('Page', y!.id)]
+    lx.slug = 'y'
+    ly.slug = 'x'
+    reset()
+    await expect(em.flush()).rejects.toBeInstanceOf(UniqueViolationError)
+    expect(written()).toEqual(['update page'])
+    expect(await db.sql`select title, slug from page order by title`).toEqual([
+      { title: 'x', slug: 'x' },
+      { title: 'y', slug: 'y' },
+    ])
+  })
 })

@@ -95,6 +95,15 @@ describe('write statements', () => {
     expect(remove!.params).toEqual(['6'])
   })
 
+  it("plans a table's updates in one UPDATE, or one per `after` pass in order when rows pass unique values on", () => {
+    const row = (id: string, name: string, after?: number) => ({ entity: Tag, id, changed: new Map([[0, name]]), ...(after === undefined ? {} : { after }) })
+    const ids = (updates: ReturnType<typeof row>[]) =>
+      planFlush({ ...empty, updates }, bookstore.insertOrder).waves[0]!.ops.map((op) => (op.kind === 'update' ? op.ids.join(',') : op.kind))
+    expect(ids([row('1', 'a'), row('2', 'b')])).toEqual(['1,2'])
+    // 3 takes what 1 gives up, 1 what 2 gives up; 4 is on its own.
+    expect(ids([row('3', 'x', 2), row('1', 'y', 1), row('4', 'z'), row('2', 'w')])).toEqual(['2,4', '1', '3'])
+  })
+
   it('render a one-row update that names only the columns it sets, a shape per set of columns up to a bound per table', () => {
     const one = (entity: EntityMeta, changed: [number, string][], order = bookstore.insertOrder) =>
       renderPlan(planFlush({ ...empty, updates: [{ entity, id: '5', changed: new Map(changed) }] }, order))[0]![0]!
