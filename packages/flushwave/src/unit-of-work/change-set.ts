@@ -360,7 +360,6 @@ function replacedKeys(
   return replaced
 }
 
-/** An entity's unique-key values as strings, one per key with no NULL in it (NULLs never clash). */
 /** A field's value as the row was read (a reference as its id). */
 function snapshotText(snapshot: Record<string, unknown>, f: FieldMeta, idText: (state: EntityState, entity: HasState) => string): Text {
   const value = snapshot[f.prop]
@@ -450,6 +449,7 @@ function orderKeyChanges(
   }
 }
 
+/** An entity's unique-key values as strings, one per key with no NULL in it (NULLs never clash). */
 function keysOf(meta: EntityMeta, text: (field: FieldMeta) => Text, id: () => string): string[] {
   const out: string[] = []
   if (meta.id.strategy === 'provided') out.push(`${meta.name}\u0000id\u0000${id()}`)
