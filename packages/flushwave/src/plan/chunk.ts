@@ -30,6 +30,9 @@ export function chunk(op: Op, maxRows: number): Op[] {
       case 'delete':
         out.push({ ...op, ids: part(op.ids), versions: op.versions && part(op.versions) })
         break
+      case 'lock':
+        out.push({ ...op, ids: part(op.ids) })
+        break
       case 'link-insert':
       case 'link-delete':
         out.push({ ...op, owners: part(op.owners), targets: part(op.targets) })

@@ -6,7 +6,7 @@ import type { Text, UpsertSpec } from './changes.js'
  * A plan's operations: one per table and kind, with values held column-wise, so that each renders to
  * one statement whose text does not depend on the number of rows.
  */
-export type Op = InsertOp | UpdateOp | DeleteOp | LinkInsertOp | LinkDeleteOp | LinkPurgeOp | CascadeDeleteOp | CascadeNullOp | UnlinkCycleOp
+export type Op = InsertOp | UpdateOp | DeleteOp | LinkInsertOp | LinkDeleteOp | LinkPurgeOp | CascadeDeleteOp | CascadeNullOp | UnlinkCycleOp | LockOp
 
 /**
  * Rows named without reading them: the rows with these ids; the rows of `entity` whose `field`
@@ -53,6 +53,18 @@ export interface DeleteOp {
   readonly ids: readonly string[]
   /** Expected versions, one per row, when the entity has a version field. */
   readonly versions: readonly Text[] | undefined
+}
+
+/**
+ * Locks rows, in id order, before updates that write them in another order: a table's updates
+ * that pass unique values on go as one UPDATE per link of the chain (planner.ts, inPasses), each
+ * locking its own rows. Locked first, the flush holds none of them while it waits for one, as a
+ * single UPDATE's rows are (render-write.ts, lockedInIdOrder).
+ */
+export interface LockOp {
+  readonly kind: 'lock'
+  readonly entity: EntityMeta
+  readonly ids: readonly string[]
 }
 
 export interface LinkInsertOp {
@@ -128,6 +140,8 @@ export function rowCount(op: Op): number {
     case 'cascade-null':
     case 'unlink-cycle':
       return 0 // unknown to the client: the server's count is reported
+    case 'lock':
+      return 0 // writes nothing
   }
 }
 

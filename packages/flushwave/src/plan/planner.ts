@@ -5,7 +5,7 @@ import { cascade, purgeOps } from './cascade.js'
 import { chunk, DEFAULT_MAX_ROWS } from './chunk.js'
 import { addTo } from './groups.js'
 import { tableIndex, type FixUp, type TableIndex } from './table-index.js'
-import type { DeleteOp, InsertOp, LinkDeleteOp, LinkInsertOp, Op, RowSet, UpdateOp } from './ops.js'
+import type { DeleteOp, InsertOp, LinkDeleteOp, LinkInsertOp, LockOp, Op, RowSet, UpdateOp } from './ops.js'
 import type { Plan, Preparation } from './plan.js'
 
 /**
@@ -16,6 +16,8 @@ import type { Plan, Preparation } from './plan.js'
  *   table one UPDATE, or one per `after` pass when rows pass unique values on) → link deletes →
  *   cycle references of rows to delete cleared → per deleted table, children first: its cascades,
  *   its links, its rows
+ *
+ * A table whose updates need several passes has its rows locked first, all at once in id order.
  *
  * Updates sit between inserts and deletes because an update may point a row at a new parent, or
  * away from a parent about to be deleted; the change set marks a delete `first` only when nothing
@@ -62,7 +64,10 @@ export function planFlush(
   }
   for (const entity of order) {
     const rows = updates.get(entity)
-    if (rows) for (const pass of inPasses(rows)) ops.push(updateOp(entity, pass))
+    if (!rows) continue
+    const passes = inPasses(rows)
+    if (passes.length > 1) ops.push(lockOp(entity, rows))
+    for (const pass of passes) ops.push(updateOp(entity, pass))
   }
   const linkRemoves = byLink(changes.linkRemoves)
   for (const link of links) {
@@ -259,6 +264,10 @@ function updateOp(entity: EntityMeta, unordered: readonly RowUpdate[]): UpdateOp
     versions: entity.version ? versionsOf(rows) : undefined,
     increments: counting ? incrementsOf(entity, rows) : undefined,
   }
+}
+
+function lockOp(entity: EntityMeta, rows: readonly RowUpdate[]): LockOp {
+  return { kind: 'lock', entity, ids: idsOf(inLockOrder(entity, rows)) }
 }
 
 /** Per counter field, the delta each row adds (null: none). */

@@ -1,4 +1,4 @@
-import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type UnlinkCycleOp, type DeleteOp, type InsertOp, type LinkDeleteOp, type LinkInsertOp, type LinkPurgeOp, type Op, type RowSet, type UpdateOp } from '../plan/ops.js'
+import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type UnlinkCycleOp, type DeleteOp, type InsertOp, type LinkDeleteOp, type LinkInsertOp, type LinkPurgeOp, type LockOp, type Op, type RowSet, type UpdateOp } from '../plan/ops.js'
 import type { Plan } from '../plan/plan.js'
 import type { Text, UpsertSpec } from '../plan/changes.js'
 import { counterFields } from '../schema/counters.js'
@@ -50,6 +50,8 @@ export function renderOp(op: Op, form: 'rows' | 'shared' = 'rows'): WriteStateme
       return { op, ...renderCascadeNull(op) }
     case 'unlink-cycle':
       return { op, ...renderUnlinkCycle(op) }
+    case 'lock':
+      return { op, ...renderLock(op) }
   }
 }
 
@@ -461,6 +463,15 @@ function renderCounting(op: UpdateOp, counters: readonly FieldMeta[], sets: stri
  */
 function staleCheck(table: string): string {
   return `select ('${STALE_MARK}${table.replace(/'/g, "''")}:' || string_agg(a.k::text, ',' order by a.k))::int4 from a where a.k not in (select w.k from w)`
+}
+
+/** Locks the rows, in id order, in the mode an update takes (lockedInIdOrder); selects no column. */
+function renderLock(op: LockOp) {
+  const e = op.entity
+  return {
+    text: `select from unnest($1::${e.id.type.sqlType}[]) as a(k) join ${e.quotedTable} as x on x.${e.id.quoted} = a.k order by a.k for no key update of x`,
+    params: [arrayLiteral(op.ids, e.id.type.sqlType)],
+  }
 }
 
 /** Prefix of the error that a version check raises; the executor turns it into OptimisticLockError. */

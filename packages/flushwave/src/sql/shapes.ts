@@ -70,6 +70,8 @@ export function allShapes(schema: Schema): Statement[] {
         for (const op of wave.ops) if (op.kind === 'update') addForms(op)
       }
     }
+    // Rows passing a unique value on are locked before their updates (planner.ts, lockOp).
+    if (entity.uniqueKeys.length > 0) addForms({ kind: 'lock', entity, ids: [] })
     add(renderLoadByIds(entity, []))
     for (const rel of entity.oneToMany) add(renderLoadByReference(rel.target, rel.inverse, []))
     for (const link of entity.manyToMany) add(renderLoadLinks(link, []))
@@ -97,6 +99,8 @@ function empty(op: Op): Op {
       return { ...op, ids: [], columns: op.columns.map(() => ({ values: [], set: [] })), versions: op.versions && [], increments: op.increments?.map(() => []) }
     case 'delete':
       return { ...op, ids: [], versions: op.versions && [] }
+    case 'lock':
+      return { ...op, ids: [] }
     case 'link-insert':
     case 'link-delete':
       return { ...op, owners: [], targets: [] }

@@ -373,6 +373,7 @@ function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrip
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i]!
       statements++
+      if (op.kind === 'lock') continue // writes nothing
       const into = op.kind === 'insert' && op.upsert ? upserted : op.kind === 'insert' || op.kind === 'link-insert' ? inserted : UPDATES.has(op.kind) ? updated : deleted
       const table = tableOf(op)
       const counted = serverCountsRows(op) ? rowCounts[w]?.[i] : undefined

@@ -26,8 +26,10 @@ const schema = defineSchema({
   // A cycle of references, broken at Left.right: removed rows let go of it first (an update).
   Left: entity('left_end', { id: t.id(), n: t.integer(), right: t.manyToOne('Right').nullable() }),
   Right: entity('right_end', { id: t.id(), left: t.manyToOne('Left').nullable() }),
+  // Rows that pass a unique value on: each link of the chain is an UPDATE of its own, in chain order.
+  Coded: entity('coded', { id: t.id(), n: t.integer(), code: t.text().unique() }),
 })
-type Table = 'slot' | 'guarded' | 'part' | 'loose' | 'node' | 'left_end'
+type Table = 'slot' | 'guarded' | 'part' | 'loose' | 'node' | 'left_end' | 'coded'
 type D = typeof schema.defs
 
 describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor) => {
@@ -43,7 +45,7 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
   const ROWS = 40
   const ids = Array.from({ length: ROWS }, (_, i) => ROWS - i)
   beforeEach(async () => {
-    await db.sql`truncate slot, guarded, part, loose, node, holder, box_item, box, item, left_end, right_end`
+    await db.sql`truncate slot, guarded, part, loose, node, holder, box_item, box, item, left_end, right_end, coded`
     for (const table of ['slot', 'guarded']) {
       await db.sql.unsafe(`insert into ${table} (id, n) overriding system value select i, 0 from unnest($1::int8[]) as i`, [ids])
     }
@@ -57,6 +59,7 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
     await db.sql.unsafe(`insert into box_item (box_id, item_id) select 1, i from unnest($1::int8[]) as i`, [ids])
     await db.sql`insert into right_end (id) overriding system value values (1)`
     await db.sql.unsafe(`insert into left_end (id, n, right_id) overriding system value select i, 0, 1 from unnest($1::int8[]) as i`, [ids])
+    await db.sql.unsafe(`insert into coded (id, n, code) overriding system value select i, 0, 'c' || i from unnest($1::int8[]) as i`, [ids])
   })
 
   /**
@@ -130,6 +133,19 @@ describe.each(EXECUTORS)('lock order of multi-row writes through %s', (executor)
       await em.flush()
     })
     expect(await db.sql`select id::int, n, version from guarded order by id`).toEqual(rows(7, { version: 2 }))
+  })
+
+  it('updates that pass unique values on along a chain, one UPDATE per link', async () => {
+    // Row k takes row k + 1's code and the last row a fresh one: the chain is written from the last
+    // row down to row 1, one UPDATE each, so row 2 is written before the flush reaches row 1.
+    await againstReverseLocker('coded', async (em) => {
+      const coded = (await em.find('Coded', {})).sort((a, b) => Number(a.id) - Number(b.id))
+      coded.forEach((row, i) => (row.code = coded[i + 1]?.code ?? 'fresh'))
+      const result = await em.flush()
+      expect(result.updated).toEqual({ coded: ROWS })
+    })
+    const codes = await db.sql`select id::int, code from coded order by id`
+    expect(codes).toEqual(ids.map((id) => ({ id, code: id === ROWS ? 'fresh' : `c${id + 1}` })).sort((a, b) => a.id - b.id))
   })
 
   /** Writes that empty a table (every row gone): which table the other transaction locks, and the change. */

@@ -98,10 +98,17 @@ describe('write statements', () => {
   it("plans a table's updates in one UPDATE, or one per `after` pass in order when rows pass unique values on", () => {
     const row = (id: string, name: string, after?: number) => ({ entity: Tag, id, changed: new Map([[0, name]]), ...(after === undefined ? {} : { after }) })
     const ids = (updates: ReturnType<typeof row>[]) =>
-      planFlush({ ...empty, updates }, bookstore.insertOrder).waves[0]!.ops.map((op) => (op.kind === 'update' ? op.ids.join(',') : op.kind))
-    expect(ids([row('1', 'a'), row('2', 'b')])).toEqual(['1,2'])
-    // 3 takes what 1 gives up, 1 what 2 gives up; 4 is on its own.
-    expect(ids([row('3', 'x', 2), row('1', 'y', 1), row('4', 'z'), row('2', 'w')])).toEqual(['2,4', '1', '3'])
+      planFlush({ ...empty, updates }, bookstore.insertOrder).waves[0]!.ops.map((op) => (op.kind === 'update' || op.kind === 'lock' ? `${op.kind} ${op.ids.join(',')}` : op.kind))
+    expect(ids([row('1', 'a'), row('2', 'b')])).toEqual(['update 1,2'])
+    // 3 takes what 1 gives up, 1 what 2 gives up; 4 is on its own. Passes write rows out of id
+    // order, so every row is locked first, in id order (10 after 9: by value, not as text).
+    expect(ids([row('3', 'x', 2), row('1', 'y', 1), row('4', 'z'), row('2', 'w')])).toEqual(['lock 1,2,3,4', 'update 2,4', 'update 1', 'update 3'])
+    expect(ids([row('10', 'x', 1), row('9', 'y')])).toEqual(['lock 9,10', 'update 9', 'update 10'])
+    const [lock] = renderPlan(planFlush({ ...empty, updates: [row('10', 'x', 1), row('9', 'y')] }, bookstore.insertOrder))[0]!
+    expect(lock).toMatchObject({
+      text: 'select from unnest($1::int8[]) as a(k) join "tag" as x on x."id" = a.k order by a.k for no key update of x',
+      params: ['{9,10}'],
+    })
   })
 
   it('render a one-row update that names only the columns it sets, a shape per set of columns up to a bound per table', () => {
