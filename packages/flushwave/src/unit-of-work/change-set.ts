@@ -416,22 +416,21 @@ function orderKeyChanges(
   }
   // Each updated row after the ones whose values it takes: levels along the longest chain (Kahn's
   // order). Rows in or behind a cycle are never reached and stay in the first UPDATE.
-  const takesFrom = new Map<HasState, HasState[]>()
   const givesTo = new Map<HasState, HasState[]>()
+  /** Per row that takes values: how many of the rows it takes them from are not placed yet. */
+  const waiting = new Map<HasState, number>()
   for (const [entity, , takes] of taking) {
     for (const key of takes) {
       const from = vacated.get(key)
       if (from === undefined || from === entity) continue
-      addTo(takesFrom, entity, from)
       addTo(givesTo, from, entity)
+      waiting.set(entity, (waiting.get(entity) ?? 0) + 1)
     }
   }
-  if (takesFrom.size === 0) return
-  const waiting = new Map<HasState, number>()
-  for (const [entity, froms] of takesFrom) waiting.set(entity, froms.length)
+  if (waiting.size === 0) return
   const level = new Map<HasState, number>()
   const ready: HasState[] = []
-  for (const from of givesTo.keys()) if (!takesFrom.has(from)) ready.push(from)
+  for (const from of givesTo.keys()) if (!waiting.has(from)) ready.push(from)
   for (let i = 0; i < ready.length; i++) {
     const from = ready[i]!
     const next = (level.get(from) ?? 0) + 1
