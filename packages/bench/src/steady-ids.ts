@@ -17,14 +17,15 @@
  * embedded server; mostly a COMMIT, which waits for its WAL flush); or none of these, an answer that
  * came late between the server and this process.
  *
- *   [POOL=n] [LATENCY=ms] pnpm --filter bench exec tsx src/steady-ids.ts [pooled]
+ *   [POOL=n] [LATENCY=ms] [WARM_UP=n] pnpm --filter bench exec tsx src/steady-ids.ts [pooled]
  *
  * `pooled` first migrates the tables' identity columns to `increment by 1000` (pooled sequences):
  * a refill then rides after the COMMIT of the flush that runs the pool low, while a plain
  * sequence's runs in the background (on a pool of one, on the flush's connection). POOL is
  * Flushwave's connections (default 1). LATENCY puts a toxiproxy with that delay on every
  * server→client chunk in front of all three clients (default 0: straight to the server), where a
- * refill that holds the connection costs the next flush a whole round trip.
+ * refill that holds the connection costs the next flush a whole round trip. WARM_UP is the rounds
+ * of both series before the timed ones (default 500).
  */
 import { PerformanceObserver } from 'node:perf_hooks'
 import { proxyDatabase, startDatabase, startToxiproxy } from 'devdb'
@@ -42,9 +43,13 @@ import { quantile, sortedCopy } from './stats.js'
  * Steady state for V8 too: a function a flush calls once is optimised after hundreds of flushes
  * (planFlush, renderInsert, postgres.js's build), and its compile runs on a core the server
  * needs. Measured with --trace-opt (this script's 400 timed flushes, both series): 117 TurboFan
- * compilations after 20 warm-up rounds, 49 after 300, 30 after 500, 20 after 1,000.
+ * compilations after 20 warm-up rounds, 49 after 300, 30 after 500, 20 after 1,000. Flushwave's
+ * executor `write` was still compiled for the first time after 500 rounds (24 ms of compile). With
+ * TurboFan off (`node --max-opt=2`), Flushwave's p95 was 1.3× its median in three runs, against
+ * 1.4–1.9× with it in seven (the compiles widen the tail; its median rose from 2.0 to 2.4 ms).
  */
-const WARM_UP = 500
+const WARM_UP = Number(process.env.WARM_UP ?? 500)
+if (!Number.isInteger(WARM_UP) || WARM_UP < 0) throw new Error(`WARM_UP is a number of rounds, not ${process.env.WARM_UP}`)
 const FLUSHES = 200
 const BLOCK = 20
 /** A pause this long inside a flush counts as one of its causes; so does a statement the server took this long over. */
