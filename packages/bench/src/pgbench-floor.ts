@@ -9,7 +9,7 @@ import { BOOKS_PER_AUTHOR, REVIEWS_PER_BOOK, TAGS_PER_BOOK } from './data.js'
  * (BEGIN, the five inserts, COMMIT), `transactions` times back to back on one connection. No
  * Node.js process is involved, so its spread is what this server and machine give any client.
  * The rows are the same in number and shape; their values are made by the server from a random
- * base id (pgbench has no array parameters), so unique keys never clash between runs.
+ * base id (pgbench has no array parameters).
  * Latencies in ms, in the order they ran; undefined when pgbench is not installed.
  */
 export function pgbenchFloor(url: string, transactions: number): number[] | undefined {
@@ -19,11 +19,16 @@ export function pgbenchFloor(url: string, transactions: number): number[] | unde
     const books = BOOKS_PER_AUTHOR
     const reviews = books * REVIEWS_PER_BOOK
     const tags = books * TAGS_PER_BOOK
-    // Ids from :b (the author) up: books b+1…, reviews b+1000…, tags b+2000…; b is a multiple of
-    // 10,000 from 10^7, far above what the sequences hand out in one run.
+    // Ids from :b (the author) up: books b+1…, reviews b+1001…, tags b+2001…, with b = -10,000
+    // times the transaction's number (a client variable counted from --define n=0): no two
+    // transactions' ids meet, and no id meets one a sequence gave the other series. A random
+    // positive b clashed: pooled sequences step by 1,000 from 1, so a nextval is b + 1,001 for
+    // every b = 1,000k they pass, and over a long run they reach 10^8 (a duplicate review id ended
+    // 4 of 13 runs of steady-ids.ts pooled); two transactions drawing the same b would clash too.
     const b = '(:b::int8)'
     const script = [
-      '\\set b random(1000, 100000000) * 10000',
+      '\\set n :n + 1',
+      '\\set b -10000 * :n',
       '\\startpipeline',
       'begin;',
       `insert into author (id, first_name, last_name, email, created_at, updated_at) values (${b}, 'first0', 'last0', 'a' || ${b} || '@example.com', now(), now());`,
@@ -36,7 +41,7 @@ export function pgbenchFloor(url: string, transactions: number): number[] | unde
       '',
     ].join('\n')
     writeFileSync(join(dir, 'bulk-create.sql'), script)
-    const args = ['--no-vacuum', '--client=1', `--transactions=${transactions}`, '--protocol=prepared', '--log', `--log-prefix=${join(dir, 'log')}`, `--file=${join(dir, 'bulk-create.sql')}`, url]
+    const args = ['--no-vacuum', '--client=1', '--define=n=0', `--transactions=${transactions}`, '--protocol=prepared', '--log', `--log-prefix=${join(dir, 'log')}`, `--file=${join(dir, 'bulk-create.sql')}`, url]
     const run = spawnSync('pgbench', args, { encoding: 'utf8' })
     if (run.status !== 0) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`)
     const log = readdirSync(dir).find((f) => f.startsWith('log'))
