@@ -21,6 +21,9 @@
  * a full GC, with nothing run between two of them, as in the benchmark (where the other series
  * run between two of Flushwave's samples). That costs more than `after GC` among the other states,
  * whose runs keep more of Flushwave's compiled code and hidden classes alive.
+ *
+ * CURVE=n also prints each state's median per n rounds from the first, warm-up included: how the
+ * cost falls as V8 optimises the flush path (its once-per-flush functions take hundreds of flushes).
  */
 import * as library from 'flushwave'
 import { fullGc, minorGc } from './gc.js'
@@ -47,6 +50,9 @@ const states: Record<string, () => Promise<void> | void> = {
 const names = only === undefined ? Object.keys(states) : only.split(',')
 for (const name of names) if (!(name in states)) throw new Error(`own-cpu.ts states are ${Object.keys(states).join(', ')}, not ${name}`)
 const times = names.map(() => [] as number[])
+const curve = process.env.CURVE === undefined ? undefined : Number(process.env.CURVE)
+if (curve !== undefined && !(Number.isInteger(curve) && curve > 0)) throw new Error(`CURVE is a number of rounds, not ${process.env.CURVE}`)
+const everyRun = names.map(() => [] as number[])
 const total = Number(rounds)
 for (let round = 0; round < total; round++) {
   for (let k = 0; k < names.length; k++) {
@@ -55,11 +61,17 @@ for (let round = 0; round < total; round++) {
     await states[names[s]!]!()
     const started = performance.now()
     await run()
+    const us = (performance.now() - started) * 1000
+    everyRun[s]!.push(us)
     // The first quarter warms the process up.
-    if (round >= total / 4) times[s]!.push((performance.now() - started) * 1000)
+    if (round >= total / 4) times[s]!.push(us)
   }
 }
 for (const [s, name] of names.entries()) {
   const sorted = sortedCopy(times[s]!)
   console.log(`${scenario}×${size} ${name.padEnd(11)} median ${quantile(sorted, 0.5).toFixed(0).padStart(5)} µs, p90 ${quantile(sorted, 0.9).toFixed(0).padStart(5)} µs (${sorted.length} samples)`)
+  if (curve === undefined) continue
+  const medians: string[] = []
+  for (let from = 0; from < everyRun[s]!.length; from += curve) medians.push(`${from + 1}–${Math.min(from + curve, everyRun[s]!.length)}: ${quantile(sortedCopy(everyRun[s]!.slice(from, from + curve)), 0.5).toFixed(0)}`)
+  console.log(`  median µs by rounds: ${medians.join(', ')}`)
 }
