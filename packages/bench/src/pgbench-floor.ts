@@ -8,8 +8,8 @@ import { BOOKS_PER_AUTHOR, REVIEWS_PER_BOOK, TAGS_PER_BOOK } from './data.js'
  * bulkCreate×1's transaction as PostgreSQL's own C client sends it: pgbench, in one pipeline
  * (BEGIN, the five inserts, COMMIT), `transactions` times back to back on one connection. No
  * Node.js process is involved, so its spread is what this server and machine give any client.
- * The rows are the same in number and shape; their values are made by the server from a random
- * base id (pgbench has no array parameters).
+ * The rows are the same in number and shape; the server makes their values from a base id
+ * counted per transaction (pgbench has no array parameters).
  * Latencies in ms, in the order they ran; undefined when pgbench is not installed.
  */
 export function pgbenchFloor(url: string, transactions: number): number[] | undefined {
