@@ -42,7 +42,11 @@ export function pgbenchFloor(url: string, transactions: number): number[] | unde
     ].join('\n')
     writeFileSync(join(dir, 'bulk-create.sql'), script)
     const args = ['--no-vacuum', '--client=1', '--define=n=0', `--transactions=${transactions}`, '--protocol=prepared', '--log', `--log-prefix=${join(dir, 'log')}`, `--file=${join(dir, 'bulk-create.sql')}`, url]
-    const run = spawnSync('pgbench', args, { encoding: 'utf8' })
+    // A transaction takes a few ms; a run that has not finished at 100 ms a transaction never will
+    // (one, beside a CI run, sat 20 minutes on one insert, its server process active, no wait event).
+    const limitMs = Math.max(60_000, transactions * 100)
+    const run = spawnSync('pgbench', args, { encoding: 'utf8', timeout: limitMs })
+    if (run.error !== undefined && run.status === null) throw new Error(`pgbench did not finish in ${limitMs / 1000} s (${run.error.message})`)
     if (run.status !== 0) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`)
     const log = readdirSync(dir).find((f) => f.startsWith('log'))
     if (log === undefined) throw new Error('pgbench wrote no transaction log')
