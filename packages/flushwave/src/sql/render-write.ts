@@ -325,7 +325,12 @@ const multiRowShapes = new WeakMap<EntityMeta, Set<string>>()
  * can still wait on a concurrent transaction that inserted a row referencing it.
  */
 function lockedInIdOrder(e: EntityMeta, from: string, mode: 'no key update' | 'update'): string {
-  return `select a.* from ${from} join ${e.quotedTable} as x on x.${e.id.quoted} = a.k order by a.k for ${mode} of x`
+  return `select a.* ${fromInIdOrder(e, from, mode)}`
+}
+
+/** lockedInIdOrder after its select list: what a lock of the rows alone (renderLock) selects from. */
+function fromInIdOrder(e: EntityMeta, from: string, mode: 'no key update' | 'update'): string {
+  return `from ${from} join ${e.quotedTable} as x on x.${e.id.quoted} = a.k order by a.k for ${mode} of x`
 }
 
 /**
@@ -469,7 +474,7 @@ function staleCheck(table: string): string {
 function renderLock(op: LockOp) {
   const e = op.entity
   return {
-    text: `select from unnest($1::${e.id.type.sqlType}[]) as a(k) join ${e.quotedTable} as x on x.${e.id.quoted} = a.k order by a.k for no key update of x`,
+    text: `select ${fromInIdOrder(e, `unnest($1::${e.id.type.sqlType}[]) as a(k)`, 'no key update')}`,
     params: [arrayLiteral(op.ids, e.id.type.sqlType)],
   }
 }
