@@ -1,10 +1,12 @@
 /**
  * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,coldFlush,scale,throughput]
- *            [--pooler] [--profile] [--clients 32] [--duration 10]
+ *            [--pooler] [--profile] [--clients 32] [--duration 10] [--warm-up 300]
  *
  * Without flags: every cell scenario at 0, 1, 2, 5 and 10 ms, then scale, throughput and the phase
  * profile (about 50 minutes on a 2-core machine; the estimate is printed first). `--profile` alone
- * runs only the phase profile; `--scenario` picks cells and sections by name.
+ * runs only the phase profile; `--scenario` picks cells and sections by name. `--warm-up n` sets
+ * the untimed units of work each series runs before a case's first cell (300, at most 3 s a series;
+ * 0 times a cold process, as the bench did before).
  *
  * One embedded PostgreSQL (or DATABASE_URL), one real toxiproxy (or TOXIPROXY_URL) adding latency
  * to every server→client chunk, and every series doing the same units of work through it, side by
@@ -37,6 +39,7 @@ const { values: args } = parseArgs({
     pooler: { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     clients: { type: 'string', default: '32' },
+    'warm-up': { type: 'string' },
     duration: { type: 'string', default: '10' },
   },
 })
@@ -77,8 +80,17 @@ const cases = onlyProfile ? [] : scenarios ? [...FULL, ...SCALE].filter((c) => s
 const wantThroughput = fullDefault || !!scenarios?.includes('throughput')
 const wantProfile = fullDefault || args.profile
 const seriesNames = list(args.series) ?? [...SERIES]
+// Untimed units of work per series before a case's first cell, at most WARM_UP_MS (later latencies
+// find the code warm). V8 compiles a library's once-per-flush functions over hundreds of flushes:
+// without a warm-up, `pnpm bench --quick --latency 0 --series raw-pipelined,flushwave` timed
+// Flushwave's first 50 bulkCreate ×1 flushes (4.45 ms; 4.01 after 300; raw-pipelined ÷ flushwave
+// 0.77–0.81 against 0.90–0.91). `--warm-up 0` measures the process cold, as before.
+const WARM_UP_ROUNDS = 300
+const WARM_UP_MS = 3_000
 // Per series and cell: the rounds of one cell take about budgetMs × its series.
 const options: MeasureOptions = args.quick ? { budgetMs: 2_000, minSamples: 20, maxSamples: 50 } : { budgetMs: 1_500, minSamples: 7, maxSamples: 25 }
+const warmUpRounds = Number(args['warm-up'] ?? WARM_UP_ROUNDS)
+if (!Number.isInteger(warmUpRounds) || warmUpRounds < 0) throw new Error(`--warm-up is a number of rounds, not ${args['warm-up']}`)
 const scaleOptions: MeasureOptions = { budgetMs: 3_000, minSamples: 3, maxSamples: 10 }
 const throughputOptions = { clients: Number(args.clients), durationMs: Number(args.duration) * 1000, tables: 5, maxIterations: 20_000 }
 const THROUGHPUT_LATENCY = 5
@@ -118,6 +130,7 @@ const caseKey = (c: Case, series: string) => `${c.scenario}×${c.size} ${series}
 const throughput: ThroughputRow[] = []
 let phases: PhaseRow[] | undefined
 const cells = latencies.flatMap((l) => cases.filter((c) => l === 0 || !c.zeroLatencyOnly).map((c) => [l, c] as const))
+const warmed = new Set<Case>()
 const progress = new Progress(cells.length + (wantThroughput ? 1 : 0) + (wantProfile ? 1 : 0))
 log(`${cells.length} cells × ${factories.length} series${wantThroughput ? ', throughput' : ''}${wantProfile ? ', profile' : ''}: about ${mmss(estimateS())} by the budget`)
 try {
@@ -129,7 +142,10 @@ try {
       .filter((f) => !failed.has(f.name) && !slowSkipped.has(caseKey(c, f.name)))
       .filter((f) => c.scenario !== 'scale' || (opened.get(f.name)?.scale && !scaleSkipped.has(f.name)))
       .map((f) => subject(f, c.scenario === 'coldFlush'))
-    const cell = await measureCell(c, subjects, env.admin, env.wire, latency, c.scenario === 'scale' ? scaleOptions : options)
+    const first = !warmed.has(c)
+    warmed.add(c)
+    const cellOptions = c.scenario === 'scale' ? scaleOptions : first && warmUpRounds > 0 ? { ...options, warmUp: { rounds: warmUpRounds, ms: WARM_UP_MS } } : options
+    const cell = await measureCell(c, subjects, env.admin, env.wire, latency, cellOptions)
     if (c.scenario === 'scale') capScale(cell.runs, c.size)
     for (const run of cell.runs.filter((r) => r.samples === 1 && r.medianMs > SLOW_CAP_MS && c.scenario !== 'scale')) {
       slowSkipped.add(caseKey(c, run.series))
@@ -193,6 +209,7 @@ const results: Results = {
   slowNotes,
   throughput,
   ...(phases ? { phases } : {}),
+  warmUp: { rounds: warmUpRounds, ms: WARM_UP_MS },
 }
 const dir = new URL('../results/', import.meta.url)
 const stem = args.pooler ? 'latest-pooler' : 'latest'
@@ -239,13 +256,15 @@ function capScale(cellRuns: readonly Run[], size: number): void {
 
 /**
  * A rough total by the budgets: per cell and series, the sampling budget plus about 2.5 s of
- * verification, warm-up and untimed preparation; scale, throughput and profile on top.
+ * verification, warm run and untimed preparation, and the warm-up of each case's first cell at
+ * most; scale, throughput and profile on top.
  */
 function estimateS(): number {
   const n = factories.length
   const regular = cells.filter(([, c]) => c.scenario !== 'scale').length
   const scale = cells.length - regular
-  return (regular * n * (options.budgetMs + 2_500) + scale * n * (scaleOptions.budgetMs + 6_000)) / 1000 +
+  const warming = warmUpRounds > 0 ? new Set(cells.filter(([, c]) => c.scenario !== 'scale').map(([, c]) => c)).size * n * WARM_UP_MS : 0
+  return (regular * n * (options.budgetMs + 2_500) + scale * n * (scaleOptions.budgetMs + 6_000) + warming) / 1000 +
     (wantThroughput ? n * (throughputOptions.durationMs / 1000 + 8) : 0) + (wantProfile ? 60 : 0)
 }
 

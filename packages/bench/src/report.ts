@@ -16,6 +16,8 @@ export interface Results {
   readonly slowNotes?: readonly string[]
   readonly throughput?: readonly ThroughputRow[]
   readonly phases?: readonly PhaseRow[]
+  /** Untimed units of work per series before each case's first cell (main.ts); absent in runs made before it existed. */
+  readonly warmUp?: { readonly rounds: number; readonly ms: number }
 }
 
 /** One table per scenario and size: a row per series, a column per latency, ratios to flushwave. */
@@ -26,6 +28,7 @@ export function markdown(results: Results, options: { tails?: boolean; charts?: 
     `${results.startedAt.slice(0, 10)} · ${Object.entries(results.machine).map(([k, v]) => `${k}: ${v}`).join(' · ')} · ${results.durationS.toFixed(0)} s`,
     '',
     ...LEGEND,
+    warmUpText(results.warmUp),
   ]
   const cells = groupBy(results.runs.filter((r) => r.scenario !== 'scale'), (r) => `${r.scenario} ${r.size}`)
   for (const runs of cells.values()) lines.push('', ...cellTable(runs))
@@ -96,6 +99,12 @@ const LEGEND = [
   'round trips counted on the wire in a warm run at the highest latency. coldFlush is bulkCreate ×1 on',
   'a series instance opened just before (connection open, `select 1` run), one instance per sample.',
 ]
+
+function warmUpText(warmUp: Results['warmUp']): string {
+  if (!warmUp) return 'Before sampling, each series ran one verified and one warm unit of work per cell.'
+  if (warmUp.rounds === 0) return 'No warm-up (`--warm-up 0`): each case\'s first cell times every series from its first units of work, while V8 is still compiling them.'
+  return `Before a case's first cell (its lowest latency), each series ran ${warmUp.rounds} untimed units of work of it (at most ${warmUp.ms / 1000} s), so that cells time compiled code, not V8 compiling it (\`--warm-up 0\` times a cold process).`
+}
 
 const title = (r: Run) => `${r.scenario}${r.size ? ` ×${r.size}` : ''}`
 const latenciesOf = (runs: readonly Run[]) => [...new Set(runs.map((r) => r.latencyMs))].sort((a, b) => a - b)

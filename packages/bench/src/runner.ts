@@ -37,6 +37,11 @@ export interface MeasureOptions {
   readonly budgetMs: number
   readonly minSamples: number
   readonly maxSamples: number
+  /**
+   * Untimed units of work per series before its samples, up to `rounds` or `ms` per series,
+   * whichever ends first (see measureCell); none when absent.
+   */
+  readonly warmUp?: { readonly rounds: number; readonly ms: number }
 }
 
 /**
@@ -66,8 +71,10 @@ const marker = () => `m${process.pid}x${++markers}`
 
 /**
  * One cell, every series in it interleaved: first, per series, a verified run and a warm run whose
- * statements and round trips are recorded (as before); then rounds, in each of which every series
- * prepares untimed and runs once timed, the order rotating by one per round. A slow moment of the
+ * statements and round trips are recorded (as before), then `options.warmUp` untimed (V8 compiles a
+ * series' own code over its first hundreds of units of work; without it, a case's first cell times
+ * that); then rounds, in each of which every series prepares untimed and runs once timed, the
+ * order rotating by one per round. A slow moment of the
  * shared machine, or the server's background work after a big cell, then falls on every series of a
  * round alike instead of on whichever series happened to be sampled then.
  */
@@ -91,6 +98,16 @@ export async function measureCell(
       await prepared.run()
       const ms = performance.now() - started
       return { ms, prepared, statements: wire.statements, roundTrips: wire.roundTrips }
+    } finally {
+      await lease.release()
+    }
+  }
+
+  /** One untimed unit of work: no GC before it, nothing counted. */
+  const warm = async (subject: Subject) => {
+    const lease = await subject.acquire()
+    try {
+      await (await sc.prepare(admin, lease.series, marker())).run()
     } finally {
       await lease.release()
     }
@@ -126,6 +143,18 @@ export async function measureCell(
   }
 
   let sampled = entries.filter((e) => e.samples.length === 0)
+  if (options.warmUp) {
+    for (const entry of [...sampled]) {
+      const until = performance.now() + options.warmUp.ms
+      try {
+        for (let i = 0; i < options.warmUp.rounds && performance.now() < until; i++) await warm(entry.subject)
+      } catch (error) {
+        failures.push({ series: entry.subject.name, error })
+        sampled = sampled.filter((e) => e !== entry)
+        entries.splice(entries.indexOf(entry), 1)
+      }
+    }
+  }
   const perRound = sampled.reduce((sum, e) => sum + Math.max(e.firstMs, 0.1), 0)
   const rounds = Math.max(options.minSamples, Math.min(options.maxSamples, Math.floor((options.budgetMs * sampled.length) / Math.max(perRound, 0.1))))
   for (let r = 0; r < rounds && sampled.length > 0; r++) {
