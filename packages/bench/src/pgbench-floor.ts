@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,8 +11,14 @@ import { BOOKS_PER_AUTHOR, REVIEWS_PER_BOOK, TAGS_PER_BOOK } from './data.js'
  * The rows are the same in number and shape; the server makes their values from a base id
  * counted per transaction (pgbench has no array parameters).
  * Latencies in ms, in the order they ran; undefined when pgbench is not installed.
+ *
+ * Asynchronous, so that this process goes on reading the embedded server's output while pgbench
+ * runs: the server writes its log (every statement over 1 ms, in steady-ids.ts) to a pipe this
+ * process drains, and a blocked event loop let that pipe fill. A backend whose log write blocks
+ * stays `active` with no wait event, and pgbench waits on it: with spawnSync, runs on a busy host
+ * hung until the timeout (one beside a CI run sat 20 minutes on an insert, one on 2026-11-26 70 s).
  */
-export function pgbenchFloor(url: string, transactions: number): number[] | undefined {
+export async function pgbenchFloor(url: string, transactions: number): Promise<number[] | undefined> {
   if (spawnSync('pgbench', ['--version']).status !== 0) return undefined
   const dir = mkdtempSync(join(tmpdir(), 'pgbench-floor-'))
   try {
@@ -42,12 +48,15 @@ export function pgbenchFloor(url: string, transactions: number): number[] | unde
     ].join('\n')
     writeFileSync(join(dir, 'bulk-create.sql'), script)
     const args = ['--no-vacuum', '--client=1', '--define=n=0', `--transactions=${transactions}`, '--protocol=prepared', '--log', `--log-prefix=${join(dir, 'log')}`, `--file=${join(dir, 'bulk-create.sql')}`, url]
-    // A transaction takes a few ms; a run that has not finished at 100 ms a transaction never will
-    // (one, beside a CI run, sat 20 minutes on one insert, its server process active, no wait event).
+    // A transaction takes a few ms: a run that has not finished at 100 ms a transaction is stuck.
     const limitMs = Math.max(60_000, transactions * 100)
-    const run = spawnSync('pgbench', args, { encoding: 'utf8', timeout: limitMs })
-    if (run.error !== undefined && run.status === null) throw new Error(`pgbench did not finish in ${limitMs / 1000} s (${run.error.message})`)
-    if (run.status !== 0) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`)
+    await new Promise<void>((resolve, reject) => {
+      execFile('pgbench', args, { encoding: 'utf8', timeout: limitMs }, (error, stdout, stderr) => {
+        if (error === null) return resolve()
+        if (error.killed) return reject(new Error(`pgbench did not finish in ${limitMs / 1000} s`))
+        reject(new Error(`pgbench failed: ${stderr || stdout || error.message}`))
+      })
+    })
     const log = readdirSync(dir).find((f) => f.startsWith('log'))
     if (log === undefined) throw new Error('pgbench wrote no transaction log')
     // One line per transaction: client, transaction number, latency in µs, script, epoch s, µs.

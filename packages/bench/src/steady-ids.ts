@@ -179,7 +179,7 @@ try {
   // and the script exits non-zero.
   let floor: string
   try {
-    const byPgbench = pgbenchFloor(url, WARM_UP + FLUSHES)
+    const byPgbench = await pgbenchFloor(url, WARM_UP + FLUSHES)
     floor = byPgbench ? describe(byPgbench.slice(WARM_UP)) : 'not run: pgbench is not on PATH (Debian/Ubuntu: apt-get install postgresql-client)'
   } catch (error) {
     floor = (error instanceof Error ? error.message : String(error)).trim()
