@@ -3,7 +3,7 @@
  *            [--pooler] [--profile] [--clients 32] [--duration 10] [--warm-up 300]
  *
  * Without flags: every cell scenario at 0, 1, 2, 5 and 10 ms, then scale, throughput and the phase
- * profile (about 50 minutes on a 2-core machine; the estimate is printed first). `--profile` alone
+ * profile (about 40 minutes on a 2-core machine; the estimate is printed first). `--profile` alone
  * runs only the phase profile; `--scenario` picks cells and sections by name. `--warm-up n` sets
  * the untimed units of work each series runs before a case's first cell (300, at most 3 s a series;
  * 0 times a cold process, as the bench did before).

@@ -74,9 +74,9 @@ const marker = () => `m${process.pid}x${++markers}`
  * statements and round trips are recorded (as before), then `options.warmUp` untimed (V8 compiles a
  * series' own code over its first hundreds of units of work; without it, a case's first cell times
  * that); then rounds, in each of which every series prepares untimed and runs once timed, the
- * order rotating by one per round. A slow moment of the
- * shared machine, or the server's background work after a big cell, then falls on every series of a
- * round alike instead of on whichever series happened to be sampled then.
+ * order rotating by one per round. A slow moment of the shared machine, or the server's background
+ * work after a big cell, then falls on every series of a round alike instead of on whichever series
+ * happened to be sampled then.
  */
 export async function measureCell(
   c: Case,
@@ -143,15 +143,19 @@ export async function measureCell(
   }
 
   let sampled = entries.filter((e) => e.samples.length === 0)
+  /** A series that fails after its verified run is dropped from the cell (and, by the caller, from later cells). */
+  const drop = (entry: Entry, error: unknown) => {
+    failures.push({ series: entry.subject.name, error })
+    sampled = sampled.filter((e) => e !== entry)
+    entries.splice(entries.indexOf(entry), 1)
+  }
   if (options.warmUp) {
     for (const entry of [...sampled]) {
       const until = performance.now() + options.warmUp.ms
       try {
         for (let i = 0; i < options.warmUp.rounds && performance.now() < until; i++) await warm(entry.subject)
       } catch (error) {
-        failures.push({ series: entry.subject.name, error })
-        sampled = sampled.filter((e) => e !== entry)
-        entries.splice(entries.indexOf(entry), 1)
+        drop(entry, error)
       }
     }
   }
@@ -163,9 +167,7 @@ export async function measureCell(
       try {
         entry.samples.push((await once(entry.subject, false)).ms)
       } catch (error) {
-        failures.push({ series: entry.subject.name, error })
-        sampled = sampled.filter((e) => e !== entry)
-        entries.splice(entries.indexOf(entry), 1)
+        drop(entry, error)
       }
     }
   }
