@@ -1,6 +1,6 @@
 /**
  * Id allocation in steady state: bulkCreate×1 (211 rows with links) flushed 200 times at 0 ms on one
- * connection, after 500 warm-up flushes. Prints the latency quantiles and how many flushes waited on
+ * connection, after 3,000 warm-up rounds. Prints the latency quantiles and how many flushes waited on
  * an id allocation (none should: the pool refills in the background, between flushes).
  *
  * The same unit of work by hand (raw-pipelined: ids from nextval before the timed part, one unnest
@@ -11,11 +11,14 @@
  * process in the way.
  *
  * Then what the slow flushes (over twice their median) had, in this order: a garbage-collection
- * pause inside them; for Flushwave, a BEGIN that went out late because the connection was busy (on
- * a pool of one, with a background id refill: postgres.js sends a query once the one ahead of it
- * is answered); a statement the server itself took 1 ms or more over (from its log, on the
- * embedded server; mostly a COMMIT, which waits for its WAL flush); or none of these, an answer that
- * came late between the server and this process.
+ * pause inside them; a server backend or this process's main thread kept waiting 1 ms or more for
+ * a CPU (Linux's scheduler counters, cpu-watch.ts) while V8's background threads (its compilers
+ * and GC helpers) ran, or while they did not (the server's processes, or another's); for
+ * Flushwave, a BEGIN that went out late because the connection was busy (on a pool of one, with a
+ * background id refill: postgres.js sends a query once the one ahead of it is answered); a
+ * statement the server itself took 1 ms or more over (from its log, on the embedded server; mostly
+ * a COMMIT, which waits for its WAL flush); or none of these, an answer that came late between the
+ * server and this process.
  *
  *   [POOL=n] [LATENCY=ms] [WARM_UP=n] pnpm --filter bench exec tsx src/steady-ids.ts [pooled]
  *
@@ -25,7 +28,10 @@
  * Flushwave's connections (default 1). LATENCY puts a toxiproxy with that delay on every
  * server→client chunk in front of all three clients (default 0: straight to the server), where a
  * refill that holds the connection costs the next flush a whole round trip. WARM_UP is the rounds
- * of both series before the timed ones (default 500).
+ * of both series before the timed ones (default 3,000).
+ *
+ * Last, where the machine's CPU went during the timed flushes: all of it, what the hypervisor took,
+ * and the share of the server's processes and this one's threads.
  */
 import { PerformanceObserver } from 'node:perf_hooks'
 import { proxyDatabase, startDatabase, startToxiproxy } from 'devdb'
@@ -38,6 +44,7 @@ import { series as rawPipelined } from './series/raw-pipelined.js'
 import { pgbenchFloor } from './pgbench-floor.js'
 import { ServerLog } from './server-log.js'
 import { quantile, sortedCopy } from './stats.js'
+import { CpuWatch, cpuDelta, machineCpu, ownThreads, type CpuTime } from './cpu-watch.js'
 
 /**
  * Steady state for V8 too: a function a flush calls once is optimised after hundreds of flushes
@@ -47,20 +54,55 @@ import { quantile, sortedCopy } from './stats.js'
  * executor `write` was still compiled for the first time after 500 rounds (24 ms of compile). With
  * TurboFan off (`node --max-opt=2`), Flushwave's p95 was 1.3× its median in three runs, against
  * 1.4–1.9× with it in seven (the compiles widen the tail; its median rose from 2.0 to 2.4 ms).
+ *
+ * On 2 cores a background compile takes the core the server backend needs. With 500 rounds, the
+ * timed flushes still had 31 and 41 compilations (130 and 148 ms of compile) in two runs with
+ * --trace-opt: Flushwave's flush (28 ms), renderPlan (9 ms), postgres.js's build (16 ms). In the
+ * scheduler's counters V8's background threads ran 205–268 ms during the timed flushes, and 3 of
+ * Flushwave's 4 slow flushes in one run had the server backend wait for a CPU meanwhile. With
+ * 3,000 rounds: 14 compilations (24 ms), 66–85 ms of background work in three runs, and no slow
+ * flush for that cause. The warm-up then takes about 20 s.
  */
-const WARM_UP = Number(process.env.WARM_UP ?? 500)
+const WARM_UP = Number(process.env.WARM_UP ?? 3000)
 if (!Number.isInteger(WARM_UP) || WARM_UP < 0) throw new Error(`WARM_UP is a number of rounds, not ${process.env.WARM_UP}`)
 const FLUSHES = 200
 const BLOCK = 20
 /** A pause this long inside a flush counts as one of its causes; so does a statement the server took this long over. */
 const GC_PAUSE_MS = 1
 const SLOW_STATEMENT_MS = 1
+/** A server backend or this process's main thread runnable this long without a CPU. */
+const CPU_WAIT_MS = 1
 
 interface Timed {
   readonly started: number
   readonly ms: number
   /** Flushwave only: from the start to its BEGIN leaving, past the client's own work on the flush. */
   readonly beginLateMs?: number
+  /** Where the CPU went meanwhile (Linux), by the groups of `watchCpu`. */
+  cpu?: Record<CpuGroup, CpuTime>
+}
+
+type CpuGroup = 'backends' | 'serverOthers' | 'main' | 'v8'
+
+/**
+ * Scheduler counters of everything on the path: the server backends of the two series (client
+ * backends of the bench database but the admin's), the server's other processes, this process's
+ * main thread, and its other threads (V8's compilers and GC helpers; libuv's pool). Undefined
+ * where Linux's schedstat files are not there, or the server is not on this machine.
+ */
+async function watchCpu(admin: postgres.Sql, database: string, local: boolean): Promise<CpuWatch<CpuGroup> | undefined> {
+  if (!local) return undefined
+  const processes = await admin<{ pid: number; client: boolean }[]>`
+    select pid, backend_type = 'client backend' and datname = ${database} and pid <> pg_backend_pid() as client from pg_stat_activity`
+  const schedstat = (pid: number) => `/proc/${pid}/schedstat`
+  const own = ownThreads()
+  if (!own) return undefined
+  return CpuWatch.open({
+    backends: processes.filter((p) => p.client).map((p) => schedstat(p.pid)),
+    serverOthers: processes.filter((p) => !p.client).map((p) => schedstat(p.pid)),
+    main: own.main,
+    v8: own.others,
+  })
 }
 
 /** Whether a run's BEGIN left over 1 ms later than the median run's: a busy connection held it back. */
@@ -128,16 +170,32 @@ try {
     await run()
     return { started, ms: performance.now() - started }
   }
-  for (let i = 0; i < WARM_UP; i++) await flushwaveOnce(), await rawOnce()
+  // Counted in the warm-up too, so that V8 has compiled the counting before the timed flushes.
+  let watch = await watchCpu(bench.admin, bench.name, !db.external)
+  const counted = async <T extends Timed>(once: () => Promise<T>): Promise<T> => {
+    const before = watch?.sample()
+    const run = await once()
+    if (before) run.cpu = cpuDelta(before, watch!.sample())
+    return run
+  }
+  for (let i = 0; i < WARM_UP; i++) await counted(flushwaveOnce), await counted(rawOnce)
+  // Again, for threads started since (libuv's pool, more V8 workers).
+  watch?.close()
+  watch = await watchCpu(bench.admin, bench.name, !db.external)
   pauses.length = 0
+  const machineBefore = machineCpu()
+  const watchBefore = watch?.sample()
   for (let block = 0; block < FLUSHES / BLOCK; block++) {
     for (let i = 0; i < BLOCK; i++) {
-      const run = await flushwaveOnce()
+      const run = await counted(flushwaveOnce)
       flushwaveRuns.push(run)
       if (run.waited) waited++
     }
-    for (let i = 0; i < BLOCK; i++) rawRuns.push(await rawOnce())
+    for (let i = 0; i < BLOCK; i++) rawRuns.push(await counted(rawOnce))
   }
+  const machineAfter = machineCpu()
+  const watched = watchBefore && cpuDelta(watchBefore, watch!.sample())
+  watch?.close()
   const describe = (latencies: readonly number[]) => {
     const sorted = sortedCopy(latencies)
     // The value below which a share p of the runs lie (p99 of 200: the second slowest), as before.
@@ -148,6 +206,8 @@ try {
     const median = quantile(sortedCopy(runs.map((r) => r.ms)), 0.5)
     const late = beganLate(runs)
     let paused = 0
+    let byV8 = 0
+    let byOthers = 0
     let busy = 0
     let server = 0
     let transit = 0
@@ -155,7 +215,12 @@ try {
     const over = runs.filter((r) => r.ms > 2 * median)
     for (const r of over) {
       const slowStatements = serverLog.between(performance.timeOrigin + r.started, performance.timeOrigin + r.started + r.ms)
+      // A backend or the main thread that waited for a CPU lost it to V8's background work when
+      // that ran meanwhile, else to a process (the server's, the other side of this one's, or another's).
+      const starved = r.cpu && (r.cpu.backends.wait >= CPU_WAIT_MS || r.cpu.main.wait >= CPU_WAIT_MS)
       if (pauses.some((p) => p.start < r.started + r.ms && p.end > r.started)) paused++
+      else if (starved && r.cpu!.v8.run >= CPU_WAIT_MS) byV8++
+      else if (starved) byOthers++
       else if (late(r)) busy++
       else if (slowStatements.length > 0) {
         server++
@@ -165,7 +230,10 @@ try {
     const connection = runs[0]?.beginLateMs === undefined ? '' : `, BEGIN sent over 1 ms late (the connection was busy) ${busy}`
     const which = [...statements].map(([what, n]) => `${n} ${what}`).join(', ')
     const onServer = db.external ? '' : `, a statement the server took ${SLOW_STATEMENT_MS} ms or more over ${server}${which && ` (${which})`}`
-    return `${over.length} over 2× the median: with a GC pause of ${GC_PAUSE_MS} ms or more ${paused}${connection}${onServer}, none of these (the answer came late) ${transit}`
+    const starvation = runs[0]?.cpu
+      ? `, a server backend or the main thread waiting ${CPU_WAIT_MS} ms or more for a CPU while V8's background threads ran ${byV8}, while they did not ${byOthers}`
+      : ''
+    return `${over.length} over 2× the median: with a GC pause of ${GC_PAUSE_MS} ms or more ${paused}${starvation}${connection}${onServer}, none of these (the answer came late) ${transit}`
   }
   console.log(`at ${latencyMs} ms latency, ${process.argv[2] === 'pooled' ? 'pooled' : 'plain'} sequences, Flushwave on ${Number(process.env.POOL ?? 1)} connection(s)`)
   // Slow or not: at a latency, a BEGIN held back by a refill costs a round trip, yet may stay under 2× the median.
@@ -188,6 +256,15 @@ try {
   console.log(`bulkCreate×1 ×${FLUSHES}, pgbench:       ${floor}`)
   console.log(`slow flushes, flushwave:     ${slow(flushwaveRuns)}`)
   console.log(`slow flushes, raw-pipelined: ${slow(rawRuns)}`)
+  if (watched && machineBefore && machineAfter) {
+    const ms = (group: CpuGroup) => watched[group].run.toFixed(0)
+    const ours = Object.values<CpuTime>(watched).reduce((sum, t) => sum + t.run, 0)
+    console.log(
+      `CPU in the timed flushes: the machine's about ${machineAfter.busy - machineBefore.busy} ms (counted in 10 ms ticks; ${machineAfter.steal - machineBefore.steal} ms stolen by the hypervisor), ` +
+        `and ${ours.toFixed(0)} ms of it ours: the two series' server backends ${ms('backends')}, the server's other processes ${ms('serverOthers')}, ` +
+        `this process's main thread ${ms('main')} and its other threads (V8's compilers and GC helpers) ${ms('v8')}`,
+    )
+  }
 } finally {
   gc.disconnect()
   await sql.end()

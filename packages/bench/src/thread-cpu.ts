@@ -1,4 +1,5 @@
 import { closeSync, openSync, readSync } from 'node:fs'
+import { parseSchedstat } from './cpu-watch.js'
 
 /**
  * CPU time of the calling thread (a script's main thread), in ms, on Linux: the first field of
@@ -15,14 +16,7 @@ export function threadCpu(): { read(): number; close(): void } | undefined {
   }
   const buffer = Buffer.alloc(128)
   return {
-    read: () => schedstatMs(buffer.toString('latin1', 0, readSync(fd, buffer, 0, buffer.length, 0))),
+    read: () => parseSchedstat(buffer.toString('latin1', 0, readSync(fd, buffer, 0, buffer.length, 0))).run,
     close: () => closeSync(fd),
   }
-}
-
-/** The time on a CPU that a schedstat line gives (`<ns on CPU> <ns waiting> <timeslices>`), in ms. */
-export function schedstatMs(line: string): number {
-  const ns = Number(line.slice(0, line.indexOf(' ')))
-  if (!Number.isFinite(ns)) throw new Error(`not a schedstat line: ${JSON.stringify(line)}`)
-  return ns / 1e6
 }
