@@ -9,9 +9,9 @@ export interface CpuTime {
 /**
  * Where the CPU time went while a flush ran, on Linux: the scheduler's counters
  * (/proc/<pid>/task/<tid>/schedstat: ns on a CPU, ns runnable but waiting for one) of named groups
- * of threads, read before and after. A flush that is slow because its server backend waited for a
- * CPU, and whose own process's threads did not take that CPU, lost it to something outside both:
- * other processes, or the hypervisor. Reading one counter costs about 5 µs.
+ * of threads, read before and after. A flush whose server backend waited for a CPU while V8's
+ * background threads ran lost that CPU to them; otherwise to another process (the client's other
+ * side, the server's own, or the machine's). Reading one counter costs about 5 µs.
  */
 export class CpuWatch<G extends string> {
   private readonly buffer = Buffer.alloc(128)
@@ -93,6 +93,6 @@ export function machineCpu(): { busy: number; steal: number } | undefined {
   }
   // cpu user nice system idle iowait irq softirq steal guest guest_nice
   const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number) as number[]
-  const tick = 10
+  const tick = 10 // USER_HZ is 100 on Linux
   return { busy: (user! + nice! + system! + irq! + softirq!) * tick, steal: steal! * tick }
 }

@@ -1,5 +1,4 @@
-import { closeSync, openSync, readSync } from 'node:fs'
-import { parseSchedstat } from './cpu-watch.js'
+import { CpuWatch } from './cpu-watch.js'
 
 /**
  * CPU time of the calling thread (a script's main thread), in ms, on Linux: the first field of
@@ -8,15 +7,6 @@ import { parseSchedstat } from './cpu-watch.js'
  * up. Reading it costs about 5 µs. Undefined where the file does not exist.
  */
 export function threadCpu(): { read(): number; close(): void } | undefined {
-  let fd: number
-  try {
-    fd = openSync('/proc/thread-self/schedstat', 'r')
-  } catch {
-    return undefined
-  }
-  const buffer = Buffer.alloc(128)
-  return {
-    read: () => parseSchedstat(buffer.toString('latin1', 0, readSync(fd, buffer, 0, buffer.length, 0))).run,
-    close: () => closeSync(fd),
-  }
+  const watch = CpuWatch.open({ self: ['/proc/thread-self/schedstat'] })
+  return watch && { read: () => watch.sample().self.run, close: () => watch.close() }
 }
