@@ -60,8 +60,8 @@ import { CpuWatch, cpuDelta, machineCpu, ownThreads, type CpuTime } from './cpu-
  * --trace-opt: Flushwave's flush (28 ms), renderPlan (9 ms), postgres.js's build (16 ms). In the
  * scheduler's counters V8's background threads ran 205–268 ms during the timed flushes, and 3 of
  * Flushwave's 4 slow flushes in one run had the server backend wait for a CPU meanwhile. With
- * 3,000 rounds: 14 compilations (24 ms), 66–85 ms of background work in three runs, and no slow
- * flush for that cause. The warm-up then takes about 20 s.
+ * 3,000 rounds: 14 compilations (24 ms), 56–108 ms of background work in eleven runs, and that
+ * cause in 1, 2 and 1 of Flushwave's slow flushes in three of them. The warm-up takes about 20 s.
  */
 const WARM_UP = Number(process.env.WARM_UP ?? 3000)
 if (!Number.isInteger(WARM_UP) || WARM_UP < 0) throw new Error(`WARM_UP is a number of rounds, not ${process.env.WARM_UP}`)
