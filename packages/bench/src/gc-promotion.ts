@@ -117,7 +117,7 @@ async function open(loop: Loop, url: string): Promise<Round> {
 
 let garbage: unknown
 
-/** In the child: the rounds, then how many scavenges the measured ones had, as the last line. */
+/** In the child: the rounds, then a line of JSON with how many scavenges the measured ones had. */
 async function child(loop: Loop, url: string): Promise<void> {
   const round = await open(loop, url)
   // Small arrays of numbers: an object V8 decides to allocate in the old generation
@@ -157,7 +157,7 @@ function measure(loop: Loop, url: string): Promise<{ summary: ScavengeSummary | 
 
 async function main(): Promise<void> {
   const asked = process.argv.slice(2)
-  const unknown = asked.filter((a) => !(a in LOOPS))
+  const unknown = asked.filter((a) => !Object.hasOwn(LOOPS, a))
   if (unknown.length > 0) throw new Error(`unknown loop ${unknown.join(', ')}; the loops: ${Object.keys(LOOPS).join(', ')}`)
   const loops = (asked.length > 0 ? asked : Object.keys(LOOPS)) as Loop[]
   const db = await startDatabase()
