@@ -120,10 +120,10 @@ let garbage: unknown
 /** In the child: the rounds, then a line of JSON with how many scavenges the measured ones had. */
 async function child(loop: Loop, url: string): Promise<void> {
   const round = await open(loop, url)
-  // Small arrays of numbers: an object V8 decides to allocate in the old generation
-  // (allocation-site pretenuring) keeps the young objects it points to alive through scavenges,
-  // and a scavenge moves a mostly live page to the old generation whole; either would blur the
-  // loops' own numbers (objects with strings made postgres.js-1 promote 51 KB, one 96 KB array 60 KB).
+  // Small arrays of numbers. With `{ i, s }` objects instead, V8's allocation-site pretenuring
+  // made part of the numbers the churn's own: a loop like postgres.js-1 promoted 51 KB a
+  // scavenge, and 0 with --no-allocation-site-pretenuring. The drivers-alone loops stay sensitive
+  // to the churn's shape: with one 96 KB array a round, postgres.js-1 promoted 60 KB, not 45.
   const churn = () => {
     for (let i = 0; i < 12; i++) garbage = new Array<number>(1000).fill(i)
   }
