@@ -23,7 +23,7 @@ import { startDatabase } from 'devdb'
 import { flushwave, tcpNoDelay, type Executor, type WriteOutcome } from 'flushwave'
 import pg from 'pg'
 import postgres from 'postgres'
-import { benchDatabase } from './database.js'
+import { benchDatabase, poolSequences } from './database.js'
 import { graph } from './data.js'
 import { benchSchema, createGraph } from './series/flushwave.js'
 import { parseScavenges, summarize, type ScavengeSummary } from './gc-trace.js'
@@ -73,14 +73,13 @@ function memoryWrites(ids: Executor): Executor {
 async function open(loop: Loop, url: string): Promise<Round> {
   let marker = 0
   if (loop === 'flushwave' || loop === 'flushwave-pg' || loop === 'flushwave-memory') {
-    const sql = postgres(url, { ...tcpNoDelay, max: 1, onnotice: () => {} })
     const pool = loop === 'flushwave-pg' ? new pg.Pool({ connectionString: url, max: 1 }) : undefined
-    const orm =
-      loop === 'flushwave-memory'
+    const sql = pool ? undefined : postgres(url, { ...tcpNoDelay, max: 1, onnotice: () => {} })
+    const orm = pool
+      ? flushwave({ schema: benchSchema, pg: pool })
+      : loop === 'flushwave-memory'
         ? flushwave({ schema: benchSchema, executor: memoryWrites(flushwave({ schema: benchSchema, sql }).executor) })
-        : pool
-          ? flushwave({ schema: benchSchema, pg: pool })
-          : flushwave({ schema: benchSchema, sql })
+        : flushwave({ schema: benchSchema, sql })
     return {
       async once() {
         const em = orm.em()
@@ -89,7 +88,7 @@ async function open(loop: Loop, url: string): Promise<Round> {
       },
       async close() {
         await pool?.end()
-        await sql.end()
+        await sql?.end()
       },
     }
   }
@@ -164,7 +163,7 @@ async function main(): Promise<void> {
   const bench = await benchDatabase(db.url)
   try {
     // Pooled sequences, as in steady-ids.ts: no flush waits on ids.
-    for (const table of ['author', 'book', 'book_review', 'tag']) await bench.admin.unsafe(`alter table ${table} alter column id set increment by 1000`)
+    await poolSequences(bench.admin)
     console.log(`node ${process.version}${NODE_FLAGS.length > 0 ? ` ${NODE_FLAGS.join(' ')}` : ''}; the last ${LAST} scavenges of ${ROUNDS} rounds after ${WARM_UP} to warm up`)
     for (const loop of loops) {
       const { summary: s, roundsPerScavenge } = await measure(loop, bench.url)

@@ -37,7 +37,7 @@ import { PerformanceObserver } from 'node:perf_hooks'
 import { proxyDatabase, startDatabase, startToxiproxy } from 'devdb'
 import { flushwave, tcpNoDelay, type FlushResult } from 'flushwave'
 import postgres from 'postgres'
-import { benchDatabase, via } from './database.js'
+import { benchDatabase, poolSequences, via } from './database.js'
 import { graph } from './data.js'
 import { createGraph, benchSchema } from './series/flushwave.js'
 import { series as rawPipelined } from './series/raw-pipelined.js'
@@ -131,7 +131,7 @@ const sql = postgres(url, { ...tcpNoDelay, max: Number(process.env.POOL ?? 1), o
 const raw = await rawPipelined.open(url)
 try {
   if (process.argv[2] === 'pooled') {
-    for (const table of ['author', 'book', 'book_review', 'tag']) await bench.admin.unsafe(`alter table ${table} alter column id set increment by 1000`)
+    await poolSequences(bench.admin)
   }
   // When a flush's first statement is handed to postgres.js: its connection is reserved by then
   // (on a pool of one, after any refill ahead of it), and BEGIN leaves with it. Not postgres.js's
