@@ -47,10 +47,16 @@ export class Reservation {
       onexecute: (connection) => {
         if (this.connection === undefined) {
           this.connection = connection
-          connection.onclose = () => {
+          // Named before it is stored, not stored as it is made: on Node 20, an arrow stored into a
+          // property as it was created made young GCs keep each flush's reservation, and what it
+          // refers to, until the next full GC (docs/steady-state-tail.md). With postgres.js's
+          // queries changed the same way, gc-promotion.ts measured 173 KB promoted a scavenge with
+          // `connection.onclose = () => …` and 101 KB with this, as on node-postgres.
+          const onclose = () => {
             this.closed = true
             this.markGone()
           }
+          connection.onclose = onclose
         }
         return true // keep pipelining
       },
