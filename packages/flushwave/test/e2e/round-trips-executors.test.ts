@@ -195,7 +195,7 @@ describe.each(EXECUTORS)(`round trips of %s${bouncer ? ' through PgBouncer (tran
         // The clock agrees: every flush over one latency, and all but at most one under two. A busy
         // 2-core machine stalls a flush now and then (one of these took 359 ms in a CI run); a flush
         // held up behind a refill is ruled out by the count above, and a round trip more on every
-        // flush would show on five of the six.
+        // flush would show on all six.
         for (const ms of timings) expect(ms).toBeGreaterThan(LATENCY)
         const slow = timings.filter((ms) => ms >= 2 * LATENCY)
         expect(slow.length, `flushes of two latencies or more: ${slow.map((ms) => ms.toFixed(0)).join(', ')}`).toBeLessThanOrEqual(1)
