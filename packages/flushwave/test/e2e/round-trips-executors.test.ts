@@ -145,20 +145,28 @@ describe.each(EXECUTORS)(`round trips of %s${bouncer ? ' through PgBouncer (tran
   const via = `${name}${bouncer ? ' via PgBouncer' : ''} at ${LATENCY} ms`
 
   it('a fresh connection flushes new shapes in one round trip, and again in one', async () => {
-    await onExecutor(name, async (orm) => {
-      await proxy.setLatency(LATENCY)
-      const [cold, coldMs] = await timed(graph(orm, 'cold'))
-      const [warm, warmMs] = await timed(graph(orm, 'warm'))
-      await proxy.setLatency(0)
-      console.log(`${via}: cold flush ${coldMs.toFixed(0)} ms (${cold.roundTrips} RTT), warm ${warmMs.toFixed(0)} ms (${warm.roundTrips} RTT)`)
-      for (const result of [cold, warm]) {
-        expect(result).toMatchObject({ waves: 1, statements: 5, roundTrips: 1 })
-        expect(result.plan.preparation).toEqual([])
-        expect(result.inserted).toEqual({ author: 1, book: 10, review: 100, tag: 50, book_tag: 50 })
-      }
-      oneRoundTrip(coldMs)
-      oneRoundTrip(warmMs)
-    })
+    // Up to three fresh connections, each timed cold then warm, until both flushes of one are under
+    // two latencies: a busy 2-core machine stalls a flush now and then (a warm one took 363 ms in a
+    // CI run), and a cold flush can only be retried on a connection of its own. A round trip more
+    // would be a latency more on every try, so retrying cannot let it pass; the counts hold on each.
+    let best: readonly [number, number] | undefined
+    for (let n = 0; n < 3 && !(best && Math.max(...best) < 2 * LATENCY); n++) {
+      await onExecutor(name, async (orm) => {
+        await proxy.setLatency(LATENCY)
+        const [cold, coldMs] = await timed(graph(orm, 'cold'))
+        const [warm, warmMs] = await timed(graph(orm, 'warm'))
+        await proxy.setLatency(0)
+        console.log(`${via}: cold flush ${coldMs.toFixed(0)} ms (${cold.roundTrips} RTT), warm ${warmMs.toFixed(0)} ms (${warm.roundTrips} RTT)`)
+        for (const result of [cold, warm]) {
+          expect(result).toMatchObject({ waves: 1, statements: 5, roundTrips: 1 })
+          expect(result.plan.preparation).toEqual([])
+          expect(result.inserted).toEqual({ author: 1, book: 10, review: 100, tag: 50, book_tag: 50 })
+        }
+        if (!best || Math.max(coldMs, warmMs) < Math.max(...best)) best = [coldMs, warmMs]
+      })
+    }
+    oneRoundTrip(best![0])
+    oneRoundTrip(best![1])
   })
 
   it('on a pool of one, with pooled sequences, the flush that leaves the id pool low carries the refill after its COMMIT: no flush waits behind it', async () => {
