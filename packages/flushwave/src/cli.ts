@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The package's bin: `npx flushwave pull …` (see pull/command.ts).
-import { main } from './pull/command.js'
+import { main } from './catalog/pull-command.js'
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),

@@ -1,4 +1,4 @@
-import { describeDifferences, type SchemaDifference } from './schema/check.js'
+import { describeDifferences, type SchemaDifference } from './catalog/check.js'
 /** Every error Flushwave throws on purpose is a FlushwaveError, so callers can tell ours from bugs. */
 export class FlushwaveError extends Error {
   override name = 'FlushwaveError'

@@ -1,6 +1,6 @@
 import * as types from './column-types.js'
 import type { ColumnType } from './column-types.js'
-import { quoteIdent } from '../sql/quote.js'
+import { quoteIdent } from './quote.js'
 
 /**
  * Property builders. Each is an immutable value whose type parameters carry what the entity type

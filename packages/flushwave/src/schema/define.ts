@@ -1,5 +1,5 @@
 import { SchemaError } from '../errors.js'
-import { quoteIdent } from '../sql/quote.js'
+import { quoteIdent } from './quote.js'
 import type { AnyProp, Column, ColumnSpec, IdSpec, ManyToManySpec, ManyToOne, ManyToOneSpec, OneToManySpec } from './builders.js'
 import type { EntityMeta, FieldMeta, IdMeta, ManyToManyMeta, OneToManyMeta } from './meta.js'
 import { snakeCase } from './naming.js'

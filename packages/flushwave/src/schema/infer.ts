@@ -1,6 +1,6 @@
 import type { Column, Id, IdStrategy, ManyToMany, ManyToOne, OneToMany } from './builders.js'
 import type { EntityDef, Schema, SchemaDefs } from './define.js'
-import type { Collection } from '../unit-of-work/collection.js'
+import type { Collection } from '../entities/collection.js'
 
 /** Type-level only: tells entities of different names apart even when their properties match. */
 export declare const entityName: unique symbol

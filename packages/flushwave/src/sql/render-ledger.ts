@@ -1,4 +1,4 @@
-import { quoteIdent } from './quote.js'
+import { quoteIdent } from '../schema/quote.js'
 import type { Statement } from './statement.js'
 
 /**

@@ -1,7 +1,7 @@
 import type { Text } from '../plan/changes.js'
 import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
 import { arrayLiteral } from './array-literal.js'
-import { quoteIdent } from './quote.js'
+import { quoteIdent } from '../schema/quote.js'
 import type { Statement } from './statement.js'
 
 /** A checked condition of `em.find`, with its value already in text form. */

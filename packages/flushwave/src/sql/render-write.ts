@@ -5,7 +5,7 @@ import { counterFields } from '../schema/counters.js'
 import { treeFields } from '../schema/self-references.js'
 import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
-import { quoteIdent } from './quote.js'
+import { quoteIdent } from '../schema/quote.js'
 import type { WriteStatement } from './statement.js'
 
 /**

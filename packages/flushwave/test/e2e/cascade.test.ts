@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createTablesSql, defineSchema, entity, ForeignKeyViolationError, t } from '../../src/index.js'
-import { IdentityMap } from '../../src/unit-of-work/identity-map.js'
+import { IdentityMap } from '../../src/entities/identity-map.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 
 const schema = defineSchema({

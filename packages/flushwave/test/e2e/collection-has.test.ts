@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { NotLoadedError } from '../../src/index.js'
-import { ManyToManyCollection } from '../../src/unit-of-work/many-to-many.js'
-import { OneToManyCollection } from '../../src/unit-of-work/one-to-many.js'
+import { ManyToManyCollection } from '../../src/entities/many-to-many.js'
+import { OneToManyCollection } from '../../src/entities/one-to-many.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 

@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { flushwave, type FlushResult } from '../../src/index.js'
-import { KEEP_PARAM_CHARS, keptShapes } from '../../src/unit-of-work/kept-shapes.js'
+import { KEEP_PARAM_CHARS, keptShapes } from '../../src/flush/kept-shapes.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { EntityOf } from '../../src/index.js'
-import { stateOf } from '../../src/unit-of-work/entity-state.js'
+import { stateOf } from '../../src/entities/entity-state.js'
 import { bookstore, type Book } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 import { rolledBackChanges, seededRandom } from '../support/random-steps.js'

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { describe, expect, inject, it } from 'vitest'
-import { pipelined, whenIdle, type PgClient } from '../../src/drivers/pg-client.js'
+import { pipelined, whenIdle, type PgClient } from '../../src/drivers/node-postgres/pg-client.js'
 
 /**
  * Pipelined sections on one node-postgres client (a transaction's: its reads and its flushes) run

@@ -1,8 +1,8 @@
 import knexFactory from 'knex'
 import pg from 'pg'
 import { afterEach, describe, expect, inject, it } from 'vitest'
-import type { PgClient, PgPoolClient } from '../../src/drivers/pg-client.js'
-import { batchedReads, MAX_BATCH } from '../../src/drivers/pg-read-batch.js'
+import type { PgClient, PgPoolClient } from '../../src/drivers/node-postgres/pg-client.js'
+import { batchedReads, MAX_BATCH } from '../../src/drivers/node-postgres/pg-read-batch.js'
 
 /**
  * Reads through a node-postgres pool: made together, they share one connection (and its one round

@@ -2,7 +2,7 @@ import pg from 'pg'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { ConnectionLostError, createTablesSql, FlushTimeoutError, type Flushwave, type FlushResult } from '../../src/index.js'
-import { OUTCOME_BUDGET_MS } from '../../src/drivers/outcome.js'
+import { OUTCOME_BUDGET_MS } from '../../src/drivers/protocol/outcome.js'
 import { bookstore } from '../support/bookstore.js'
 import { EXECUTORS, openExecutor, type ExecutorName, type OpenedExecutor } from '../support/executors.js'
 

@@ -3,10 +3,10 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { main } from '../../src/pull/command.js'
+import { main } from '../../src/catalog/pull-command.js'
 import { createTablesSql, flushwave, type Schema } from '../../src/index.js'
-import { readCatalog } from '../../src/pull/catalog.js'
-import { generateSchemaModule } from '../../src/pull/generate.js'
+import { readCatalog } from '../../src/catalog/pull-read.js'
+import { generateSchemaModule } from '../../src/catalog/pull-generate.js'
 import { bookstore } from '../support/bookstore.js'
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { defineSchema, entity, EntityStateError, t, UniqueViolationError, type EntityOf, type FlushResult } from '../../src/index.js'
-import { stateOf } from '../../src/unit-of-work/entity-state.js'
+import { stateOf } from '../../src/entities/entity-state.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 import { seededRandom } from '../support/random-steps.js'
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { defineSchema, entity, EntityStateError, InvalidValueError, t } from '../../src/index.js'
-import { IdentityMap } from '../../src/unit-of-work/identity-map.js'
+import { IdentityMap } from '../../src/entities/identity-map.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 import { EXECUTORS } from '../support/executors.js'
 

@@ -1,7 +1,7 @@
 import knexFactory from 'knex'
 import pg from 'pg'
 import postgres from 'postgres'
-import { afterStaleError } from '../../src/drivers/reservation.js'
+import { afterStaleError } from '../../src/drivers/postgres-js/reservation.js'
 import { flushwave, tcpNoDelay, type Flushwave, type FlushwaveOptions, type Schema, type SchemaDefs } from '../../src/index.js'
 
 /** Every executor Flushwave ships; suites that hold for all of them run once per name. */

@@ -43,7 +43,7 @@ describe('docs/api.md', () => {
   })
 
   it('names every public method of Flushwave and EntityManager, and no private one is counted', () => {
-    const methods = [...publicMethods('flushwave.ts', 'Flushwave'), ...publicMethods('unit-of-work/entity-manager.ts', 'EntityManager')]
+    const methods = [...publicMethods('flushwave.ts', 'Flushwave'), ...publicMethods('entity-manager/entity-manager.ts', 'EntityManager')]
     expect(methods).toEqual(expect.arrayContaining(['em', 'unitOfWork', 'checkSchema', 'create', 'flush', 'transaction', 'populate']))
     expect(methods).not.toContain('runBeforeHooks')
     expect(missing(methods)).toEqual([])
@@ -52,11 +52,11 @@ describe('docs/api.md', () => {
   it('names every field of the options, results and hooks an application passes or reads', () => {
     const fields = [
       ['flushwave.ts', 'FlushwaveOptions'],
-      ['unit-of-work/flush.ts', 'FlushResult'],
-      ['unit-of-work/hooks.ts', 'Hooks'],
-      ['unit-of-work/hooks.ts', 'EntityHooks'],
-      ['unit-of-work/retry.ts', 'RetryPolicy'],
-      ['unit-of-work/retry.ts', 'UnitOfWorkResult'],
+      ['flush/flush.ts', 'FlushResult'],
+      ['entity-manager/hooks.ts', 'Hooks'],
+      ['entity-manager/hooks.ts', 'EntityHooks'],
+      ['entity-manager/retry.ts', 'RetryPolicy'],
+      ['entity-manager/retry.ts', 'UnitOfWorkResult'],
     ].flatMap(([file, name]) => interfaceMembers(file!, name!))
     expect(fields).toEqual(expect.arrayContaining(['knex', 'outcomeLedger', 'roundTrips', 'afterCommit', 'beforeDelete', 'backoffMs', 'attempts']))
     expect(missing(fields)).toEqual([])
@@ -67,7 +67,7 @@ describe('docs/api.md', () => {
     expect(builders.filter((name) => !new RegExp(`\\bt\\.${name}[<(]`).test(page))).toEqual([])
     const modifiers = [
       ...[Column, Timestamp, Id, ManyToOne].flatMap((c) => Object.getOwnPropertyNames(c.prototype).filter((n) => n !== 'constructor')),
-      ...interfaceMembers('unit-of-work/collection.ts', 'Collection'),
+      ...interfaceMembers('entities/collection.ts', 'Collection'),
     ]
     expect(modifiers).toEqual(expect.arrayContaining(['nullable', 'deferrable', 'defaultNow', 'add']))
     expect(modifiers.filter((name) => !page.includes(`.${name}(`) && !named.has(name))).toEqual([])

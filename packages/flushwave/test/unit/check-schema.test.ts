@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { compareCatalog, expectedTables } from '../../src/schema/check.js'
+import { compareCatalog, expectedTables } from '../../src/catalog/check.js'
 import { bookstore } from '../support/bookstore.js'
 
 describe('expectedTables', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { newShapes, pipelineRoundTrips } from '../../src/drivers/cold-shapes.js'
-import { prepareInline } from '../../src/drivers/inline-prepare.js'
+import { newShapes, pipelineRoundTrips } from '../../src/drivers/postgres-js/cold-shapes.js'
+import { prepareInline } from '../../src/drivers/postgres-js/inline-prepare.js'
 
 /** A settled postgres.js query as the counters read it; `build` plays postgres.js assigning describeFirst. */
 function query(text: string, cold: boolean, inline: boolean) {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { writeText } from '../../src/schema/column-types.js'
-import { flushCandidates } from '../../src/unit-of-work/dirty.js'
-import { STATE, type HasState } from '../../src/unit-of-work/entity-state.js'
-import { UnitOfWork } from '../../src/unit-of-work/unit-of-work.js'
+import { flushCandidates } from '../../src/entities/dirty.js'
+import { STATE, type HasState } from '../../src/entities/entity-state.js'
+import { UnitOfWork } from '../../src/entities/unit-of-work.js'
 import { bookstore } from '../support/bookstore.js'
 
 /**

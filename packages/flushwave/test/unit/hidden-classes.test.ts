@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8'
 import { describe, expect, it } from 'vitest'
-import { STATE, type HasState } from '../../src/unit-of-work/entity-state.js'
-import { UnitOfWork } from '../../src/unit-of-work/unit-of-work.js'
+import { STATE, type HasState } from '../../src/entities/entity-state.js'
+import { UnitOfWork } from '../../src/entities/unit-of-work.js'
 import { bookstore } from '../support/bookstore.js'
 
 /**

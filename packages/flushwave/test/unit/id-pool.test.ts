@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest'
 import type { IdRequest } from '../../src/sql/render-ids.js'
-import { IdPool } from '../../src/unit-of-work/id-pool.js'
+import { IdPool } from '../../src/ids/id-pool.js'
 import { bookstore } from '../support/bookstore.js'
 
 const Review = bookstore.meta('Review')

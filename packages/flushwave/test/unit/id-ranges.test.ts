@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { IdRanges } from '../../src/unit-of-work/id-ranges.js'
+import { IdRanges } from '../../src/ids/id-ranges.js'
 
 const seq = (from: number, n: number) => Array.from({ length: n }, (_, i) => String(from + i))
 

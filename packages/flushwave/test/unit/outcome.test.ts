@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { resolveOutcome, type OpenProbe } from '../../src/drivers/outcome.js'
+import { resolveOutcome } from '../../src/drivers/protocol/outcome.js'
+import type { OpenProbe } from '../../src/drivers/port.js'
 import { defineSchema, entity, t } from '../../src/index.js'
 import { renderEvidence } from '../../src/sql/render-evidence.js'
 import type { WriteStatement } from '../../src/sql/statement.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { withoutLeadingHoles } from '../../src/drivers/sparse-rows.js'
+import { withoutLeadingHoles } from '../../src/drivers/postgres-js/sparse-rows.js'
 
 describe('withoutLeadingHoles', () => {
   it('moves rows placed after leading holes to the front, in order', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { uuidv7 } from '../../src/unit-of-work/uuid-v7.js'
+import { uuidv7 } from '../../src/ids/uuid-v7.js'
 
 describe('uuidv7', () => {
   it('is an RFC 9562 version 7 UUID whose first 48 bits are the Unix milliseconds', () => {

@@ -1,6 +1,7 @@
-import { ConnectionLostError, FlushTimeoutError } from '../errors.js'
-import type { WriteStatement } from '../sql/statement.js'
-import { endsSession, flushError, IN_FAILED_TRANSACTION, isServerError, type ServerError } from './pg-error.js'
+import { ConnectionLostError, FlushTimeoutError } from '../../errors.js'
+import type { WriteStatement } from '../../sql/statement.js'
+import { endsSession, flushError, IN_FAILED_TRANSACTION, isServerError } from './pg-error.js'
+import type { ServerError } from '../port.js'
 import { OUTCOME_BUDGET_MS } from './outcome.js'
 
 /** What every executor reads from a pipeline's answers: the same rules whatever the driver. */

@@ -1,6 +1,7 @@
-import type { Evidence } from '../sql/render-evidence.js'
-import { renderClaim, renderClaimedBy, type Ledger } from '../sql/render-ledger.js'
-import { uuidv7 } from '../unit-of-work/uuid-v7.js'
+import type { Evidence } from '../../sql/render-evidence.js'
+import { renderClaim, renderClaimedBy, type Ledger } from '../../sql/render-ledger.js'
+import { uuidv7 } from '../../ids/uuid-v7.js'
+import type { OpenProbe, Probe } from '../port.js'
 import { withDeadline } from './timeout.js'
 
 /**
@@ -27,15 +28,6 @@ export interface InFlight {
   /** The token the flush wrote to the outcome ledger in its transaction, when there is a ledger. */
   readonly ledger?: { readonly ledger: Ledger; readonly token: string } | undefined
 }
-
-/** Runs one statement on a connection other than the failed one; rows as arrays. */
-export type Probe = (text: string, params: readonly string[]) => Promise<unknown[][]>
-
-/**
- * Opens a fresh connection to probe on. Never a pooled one: after a network failure the pool may
- * hold connections that look open and never answer. `close` destroys it, answered or not.
- */
-export type OpenProbe = () => { readonly probe: Probe; close(): Promise<void> }
 
 /** How long Flushwave keeps asking after a failed flush: its promise settles within flushTimeoutMs plus this. */
 export const OUTCOME_BUDGET_MS = 5_000

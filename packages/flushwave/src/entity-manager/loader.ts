@@ -1,10 +1,10 @@
 import type { Executor } from '../drivers/executor.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { renderFind, renderLoadByIds, renderLoadByReference, renderLoadLinks, type RowLock, type SelectOptions } from '../sql/render-select.js'
-import { STATE, type HasState } from './entity-state.js'
-import type { ManyToManyCollection } from './many-to-many.js'
-import type { OneToManyCollection } from './one-to-many.js'
-import type { UnitOfWork } from './unit-of-work.js'
+import { STATE, type HasState } from '../entities/entity-state.js'
+import type { ManyToManyCollection } from '../entities/many-to-many.js'
+import type { OneToManyCollection } from '../entities/one-to-many.js'
+import type { UnitOfWork } from '../entities/unit-of-work.js'
 import type { Condition } from '../sql/render-select.js'
 
 interface Waiting {

@@ -1,7 +1,7 @@
-import { quoteIdent } from '../sql/quote.js'
+import { quoteIdent } from '../schema/quote.js'
 import { DEFAULT_LEDGER_TABLE, ledgerTableSql } from '../sql/render-ledger.js'
-import type { Schema } from './define.js'
-import type { EntityMeta, FieldMeta } from './meta.js'
+import type { Schema } from '../schema/define.js'
+import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 
 /**
  * CREATE statements for a schema, in dependency order: enum types, entity tables (parents first,

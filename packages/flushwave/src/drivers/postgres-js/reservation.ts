@@ -1,6 +1,6 @@
 import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
-import { endsSession, isServerError } from './pg-error.js'
-import { withDeadline } from './timeout.js'
+import { endsSession, isServerError } from '../protocol/pg-error.js'
+import { withDeadline } from '../protocol/timeout.js'
 
 /** The few fields of postgres.js's internal connection object a reservation relies on. */
 interface Connection {

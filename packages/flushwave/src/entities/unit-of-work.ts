@@ -11,7 +11,7 @@ import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
 import { Referrers } from './referrers.js'
 import type { TransactionJournal } from './transaction-journal.js'
-import { uuidv7 } from './uuid-v7.js'
+import { uuidv7 } from '../ids/uuid-v7.js'
 
 const creatableProps = new WeakMap<EntityMeta, ReadonlySet<string>>()
 

@@ -1,5 +1,5 @@
-import { arrayLiteral } from './array-literal.js'
-import type { Statement } from './statement.js'
+import { arrayLiteral } from '../sql/array-literal.js'
+import type { Statement } from '../sql/statement.js'
 
 /** A column the schema expects: table quoted as Flushwave writes it, column as stored, SQL type as cast. */
 export interface ExpectedColumn {

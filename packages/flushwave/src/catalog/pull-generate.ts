@@ -1,5 +1,5 @@
 import { snakeCase } from '../schema/naming.js'
-import type { CatalogColumn, CatalogForeignKey, CatalogTable } from './catalog.js'
+import type { CatalogColumn, CatalogForeignKey, CatalogTable } from './pull-read.js'
 
 export interface GenerateOptions {
   /** Where the tables came from, for the header. */

@@ -7,8 +7,8 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { parseArgs } from 'node:util'
-import { readCatalog } from './catalog.js'
-import { generateSchemaModule } from './generate.js'
+import { readCatalog } from './pull-read.js'
+import { generateSchemaModule } from './pull-generate.js'
 
 const USAGE = `usage: flushwave pull --url <postgres url> --out <file.ts> [--schema public] [--version-column <name>] [--exclude <table,…>]
   --url              the database to read (default: $DATABASE_URL)

@@ -10,18 +10,10 @@ import {
   NotNullViolationError,
   UniqueViolationError,
   type StatementFailure,
-} from '../errors.js'
-import { entityOf, tableOf, type Op } from '../plan/ops.js'
-import { STALE_MARK } from '../sql/render-write.js'
-
-/** The fields postgres.js puts on a server error. */
-export interface ServerError {
-  readonly code: string
-  readonly message: string
-  readonly detail?: string
-  readonly table_name?: string
-  readonly constraint_name?: string
-}
+} from '../../errors.js'
+import { entityOf, tableOf, type Op } from '../../plan/ops.js'
+import { STALE_MARK } from '../../sql/render-write.js'
+import type { ServerError } from '../port.js'
 
 /**
  * A server error carries a five-character SQLSTATE and a severity; connection errors do not.

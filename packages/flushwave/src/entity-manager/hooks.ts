@@ -1,7 +1,7 @@
 import type { SchemaDefs } from '../schema/define.js'
 import type { Entity, EntityName } from '../schema/infer.js'
 import type { EntityManager } from './entity-manager.js'
-import type { FlushResult } from './flush.js'
+import type { FlushResult } from '../flush/flush.js'
 
 /**
  * Lifecycle hooks of one entity. The `before…` hooks run at `flush()`, before anything is sent, and

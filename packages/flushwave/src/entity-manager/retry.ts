@@ -1,7 +1,7 @@
 import { FlushwaveError } from '../errors.js'
 import type { SchemaDefs } from '../schema/define.js'
 import type { EntityManager } from './entity-manager.js'
-import type { FlushResult } from './flush.js'
+import type { FlushResult } from '../flush/flush.js'
 
 /** How `Flushwave.unitOfWork()` replays a unit of work that lost a race. Retrying is opt-in. */
 export interface RetryPolicy {

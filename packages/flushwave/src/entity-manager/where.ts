@@ -2,7 +2,7 @@ import { EntityStateError, InvalidValueError } from '../errors.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { text as textType, type ColumnType } from '../schema/column-types.js'
 import type { ComparisonOp, Condition } from '../sql/render-select.js'
-import { label, stateOf } from './entity-state.js'
+import { label, stateOf } from '../entities/entity-state.js'
 
 // Operators are looked up with Object.hasOwn: `constructor`, `toString` or `__proto__` must not
 // find Object.prototype's members (their text would end up in the SQL).

@@ -1,5 +1,5 @@
-import { FlushwaveError } from '../errors.js'
-import type { Statement } from '../sql/statement.js'
+import { FlushwaveError } from '../../errors.js'
+import type { Statement } from '../../sql/statement.js'
 
 /**
  * The parts of a node-postgres (`pg` ≥ 8.23) client that Flushwave uses, written out so that the

@@ -1,5 +1,5 @@
-import type { ExpectedColumn, ExpectedForeignKey } from '../sql/render-catalog.js'
-import type { Schema } from './define.js'
+import type { ExpectedColumn, ExpectedForeignKey } from './check-queries.js'
+import type { Schema } from '../schema/define.js'
 
 /** One way the live database differs from the schema. */
 export interface SchemaDifference {

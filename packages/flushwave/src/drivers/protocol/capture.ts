@@ -1,8 +1,8 @@
-import { FlushError } from '../errors.js'
-import { renderCapture, type Ledger } from '../sql/render-ledger.js'
-import type { Statement } from '../sql/statement.js'
+import { FlushError } from '../../errors.js'
+import { renderCapture, type Ledger } from '../../sql/render-ledger.js'
+import type { Statement } from '../../sql/statement.js'
 import { CAPTURE_TRANSACTION, newToken, type InFlight } from './outcome.js'
-import type { ServerError } from './pg-error.js'
+import type { ServerError } from '../port.js'
 
 /** One flush in 64 also prunes the ledger (up to 64 old tokens: as many as 64 flushes add). */
 const PRUNE_EVERY = 64

@@ -2,7 +2,7 @@ import type { Executor, WarmUp } from '../drivers/executor.js'
 import type { Schema } from '../schema/define.js'
 import type { IdRequest } from '../sql/render-ids.js'
 import { allShapes } from '../sql/shapes.js'
-import type { IdPool } from './id-pool.js'
+import type { IdPool } from '../ids/id-pool.js'
 import { tableCounts } from './table-counts.js'
 
 /** What `orm.warmUp()` did. */

@@ -3,12 +3,12 @@ import { newRows, type Changes, type LinkChange, type NewRows, type RowDelete, t
 import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { selfReferences } from '../schema/self-references.js'
-import { label, STATE, type EntityState, type HasState } from './entity-state.js'
-import type { IdentityMap } from './identity-map.js'
+import { label, STATE, type EntityState, type HasState } from '../entities/entity-state.js'
+import type { IdentityMap } from '../entities/identity-map.js'
 import { addTo } from '../plan/groups.js'
 import type { Referrer, TableIndex } from '../plan/table-index.js'
-import { isChanged } from './dirty.js'
-import { ManyToManyCollection } from './many-to-many.js'
+import { isChanged } from '../entities/dirty.js'
+import { ManyToManyCollection } from '../entities/many-to-many.js'
 
 /** What a flush writes, and what to record once it committed. */
 export interface ChangeSet {

@@ -1,4 +1,4 @@
-import type { OpenProbe } from './outcome.js'
+import type { OpenProbe } from '../port.js'
 import { destroyConnection, guardErrors, whenIdle } from './pg-client.js'
 import { batchedReads } from './pg-read-batch.js'
 import type { PgClient, PgPool, PgPoolClient, PgResult, PgStandaloneClient } from './pg-client.js'

@@ -1,4 +1,4 @@
-import { ConnectionLostError } from '../errors.js'
+import { ConnectionLostError } from '../../errors.js'
 import { endsSession, isServerError } from './pg-error.js'
 import { withDeadline } from './timeout.js'
 

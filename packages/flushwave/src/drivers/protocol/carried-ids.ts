@@ -1,5 +1,5 @@
-import { readNextIds } from '../sql/render-ids.js'
-import type { CarriedIds } from './executor.js'
+import { readNextIds } from '../../sql/render-ids.js'
+import type { CarriedIds } from '../executor.js'
 
 /**
  * Hands the id pool the blocks of the id statement a flush carried after its COMMIT (see

@@ -1,5 +1,5 @@
 import { guardErrors, pipelined, type PgClient, type PgResult } from './pg-client.js'
-import { isConnectionFailure } from './reads.js'
+import { isConnectionFailure } from '../protocol/reads.js'
 
 type QueryConfig = { text: string; values?: unknown[]; rowMode?: 'array' }
 
