@@ -1,4 +1,3 @@
-import { describeDifferences, type SchemaDifference } from './catalog/check.js'
 /** Every error Flushwave throws on purpose is a FlushwaveError, so callers can tell ours from bugs. */
 export class FlushwaveError extends Error {
   override name = 'FlushwaveError'
@@ -7,6 +6,16 @@ export class FlushwaveError extends Error {
 /** The schema definition is inconsistent (unknown relation target, bad inverse, duplicate table…). */
 export class SchemaError extends FlushwaveError {
   override name = 'SchemaError'
+}
+
+/** One way the live database differs from the schema. */
+export interface SchemaDifference {
+  /** The table as the schema names it. */
+  readonly table: string
+  /** The column, unless the whole table is the problem. */
+  readonly column?: string
+  /** What differs, in words: "is missing", "has type text; the schema says integer", … */
+  readonly problem: string
 }
 
 /**
@@ -190,4 +199,9 @@ function describe(value: unknown): string {
   if (value instanceof Date) return `Date(${Number.isNaN(value.getTime()) ? 'Invalid' : value.toISOString()})`
   if (value === null || value === undefined || typeof value !== 'object') return String(value)
   return Object.prototype.toString.call(value)
+}
+
+/** All differences at once, one a line. */
+function describeDifferences(differences: readonly SchemaDifference[]): string {
+  return differences.map((d) => `  - ${d.column === undefined ? d.table : `${d.table}.${d.column}`}: ${d.problem}`).join('\n')
 }

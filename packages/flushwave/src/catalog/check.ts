@@ -1,15 +1,6 @@
 import type { ExpectedColumn, ExpectedForeignKey } from './check-queries.js'
+import type { SchemaDifference } from '../errors.js'
 import type { Schema } from '../schema/define.js'
-
-/** One way the live database differs from the schema. */
-export interface SchemaDifference {
-  /** The table as the schema names it. */
-  readonly table: string
-  /** The column, unless the whole table is the problem. */
-  readonly column?: string
-  /** What differs, in words: "is missing", "has type text; the schema says integer", … */
-  readonly problem: string
-}
 
 /** Everything `orm.checkSchema()` asks the catalog about, derived from the schema alone. */
 export interface Expected {
@@ -93,8 +84,3 @@ const bool = (v: unknown): boolean => v === true || v === 't'
 
 /** `"book"` → `book`, for messages. */
 const unquote = (quoted: string): string => (quoted.startsWith('"') ? quoted.slice(1, -1).replace(/""/g, '"') : quoted)
-
-/** All differences at once, one a line. */
-export function describeDifferences(differences: readonly SchemaDifference[]): string {
-  return differences.map((d) => `  - ${d.column === undefined ? d.table : `${d.table}.${d.column}`}: ${d.problem}`).join('\n')
-}

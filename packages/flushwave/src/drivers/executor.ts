@@ -1,5 +1,7 @@
 import type { Op } from '../plan/ops.js'
-import type { IdBlock, IdRequest } from '../sql/render-ids.js'
+import type { IdBlocks, IdRequest } from '../sql/render-ids.js'
+
+export type { IdBlocks }
 import type { Statement, WriteStatement } from '../sql/statement.js'
 
 /** Runs rendered SQL. Only executors do I/O; everything before them is pure. */
@@ -56,12 +58,6 @@ export interface WarmUp {
   readonly roundTrips?: number
   /** The blocks for `ids`, when the executor fetched them in the warm-up wave. */
   readonly ids?: IdBlocks
-}
-
-export interface IdBlocks {
-  /** Per request, its ids. */
-  readonly ids: readonly IdBlock[]
-  readonly roundTrips: number
 }
 
 export interface WriteOutcome {

@@ -91,6 +91,8 @@ export class ReserveTimeout extends Error {
 export const BEGIN: Statement = { text: 'begin', params: [] }
 export const COMMIT: Statement = { text: 'commit', params: [] }
 export const ROLLBACK: Statement = { text: 'rollback', params: [] }
+/** A warm-up's first statement on each connection. */
+export const OPEN: Statement = { text: 'select 1', params: [] }
 
 /** The fields postgres.js puts on a server error (a port maps its driver's into these: `serverError`). */
 export interface ServerError {

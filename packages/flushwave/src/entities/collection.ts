@@ -1,18 +1,5 @@
 import { EntityStateError, NotLoadedError } from '../errors.js'
-
-/**
- * A to-many relation of one entity. `items` throws until the collection is loaded (`em.populate`);
- * `add` and `remove` work either way and are written by the next flush.
- */
-export interface Collection<T> extends Iterable<T> {
-  readonly isLoaded: boolean
-  /** The related entities, as the unit of work sees them now (including unflushed changes). */
-  readonly items: readonly T[]
-  readonly length: number
-  has(item: T): boolean
-  add(item: T): void
-  remove(item: T): void
-}
+import type { Collection } from '../schema/infer.js'
 
 /** The part of a collection the unit of work drives; implemented for one-to-many and many-to-many. */
 export abstract class CollectionBase<T> implements Collection<T> {

@@ -46,7 +46,7 @@ export function flushCandidates(map: IdentityMap): HasState[] {
     // Those in pending are in already (a new or removed one is not diffed field by field).
     else if (status === 'new' || status === 'removed' || state.touched) continue
     else {
-      if (state.meta !== meta) mutable = mutableFields((meta = state.meta))
+      if (state.meta !== meta) mutable = (meta = state.meta).mutableFields
       if (changedInPlace(state, mutable)) out.push(entity)
     }
   }
@@ -67,15 +67,6 @@ function changedInPlace(state: EntityState, mutable: readonly FieldMeta[]): bool
   return false
 }
 
-const mutableByMeta = new WeakMap<EntityMeta, readonly FieldMeta[]>()
-
-/** The fields whose values can change in place (Dates, JSON), in a fixed order: `pins` follow it. */
-function mutableFields(meta: EntityMeta): readonly FieldMeta[] {
-  let fields = mutableByMeta.get(meta)
-  if (fields === undefined) mutableByMeta.set(meta, (fields = meta.fields.filter((f) => !f.ref && f.type.mutable)))
-  return fields
-}
-
 /**
  * Remembers, right after the snapshot's text was made from them, which Date each mutable field held
  * and at what time, so that a no-op flush over many loaded entities costs a few comparisons per
@@ -84,7 +75,7 @@ function mutableFields(meta: EntityMeta): readonly FieldMeta[] {
  * harmless: it counts only while the snapshot still holds its text.
  */
 export function pinDates(state: EntityState): void {
-  const mutable = mutableFields(state.meta)
+  const mutable = state.meta.mutableFields
   for (let i = 0; i < mutable.length; i++) {
     const value = state.values[mutable[i]!.prop]
     if (value instanceof Date && Number.isFinite(value.getTime())) pin(state, i, value)
@@ -92,7 +83,7 @@ export function pinDates(state: EntityState): void {
 }
 
 function pin(state: EntityState, index: number, date: Date): void {
-  const text = state.snapshot?.[mutableFields(state.meta)[index]!.prop]
+  const text = state.snapshot?.[state.meta.mutableFields[index]!.prop]
   if (typeof text !== 'string') return
   state.pins ??= []
   state.pins[index] = { date, time: date.getTime(), text }

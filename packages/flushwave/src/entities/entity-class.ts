@@ -17,7 +17,6 @@ export interface CollectionFactory {
 }
 
 type EntityClass = new (state: EntityState) => HasState
-const classes = new WeakMap<EntityMeta, EntityClass>()
 
 /**
  * The end of every entity class's prototype chain. An assignment to a name that no accessor of the
@@ -35,8 +34,8 @@ const unknownProperties: object = new Proxy(Object.create(Object.prototype) as o
 
 /** Makes an entity object: its only own property is its state; its properties are accessors on a class per entity. */
 export function makeEntity(state: EntityState): HasState {
-  let EntityClass = classes.get(state.meta)
-  if (!EntityClass) classes.set(state.meta, (EntityClass = classFor(state.meta)))
+  const cache = state.meta.cache
+  const EntityClass = (cache.entityClass ??= classFor(state.meta)) as EntityClass
   return new EntityClass(state)
 }
 

@@ -6,21 +6,12 @@ import { changeableInPlace, checkValue, makeEntity, notAssignable, writable, typ
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
 import { isChanged, pinDates } from './dirty.js'
 import { IdentityMap } from './identity-map.js'
-import { KeyIndex } from './key-index.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
 import { Referrers } from './referrers.js'
 import type { TransactionJournal } from './transaction-journal.js'
+import { Upserts } from './upsert.js'
 import { uuidv7 } from '../ids/uuid-v7.js'
-
-const creatableProps = new WeakMap<EntityMeta, ReadonlySet<string>>()
-
-/** The properties `create()` accepts. */
-function creatable(meta: EntityMeta): ReadonlySet<string> {
-  let props = creatableProps.get(meta)
-  if (!props) creatableProps.set(meta, (props = new Set([meta.id.prop, ...meta.fields.map((f) => f.prop), ...meta.manyToMany.map((m) => m.prop)])))
-  return props
-}
 
 /**
  * The entities of one EntityManager and their states: creation, references, rows read from the
@@ -31,8 +22,8 @@ export class UnitOfWork implements CollectionFactory {
   private readonly referrers = new Referrers((meta) => this.map.of(meta))
   /** Set while `em.transaction()` runs: what to put back if it rolls back. */
   journal: TransactionJournal | undefined
-  /** em.upsert's indexes, by type and the key's properties. */
-  private readonly keyIndexes = new Map<EntityMeta, Map<string, KeyIndex>>()
+  /** em.upsert's indexes, made by its first upsert. */
+  private upserts: Upserts | undefined
 
   changing(entity: HasState): void {
     this.journal?.save(entity)
@@ -45,7 +36,7 @@ export class UnitOfWork implements CollectionFactory {
     }
     const state = this.newState(meta, 'new', undefined)
     const entity = makeEntity(state)
-    const known = creatable(meta)
+    const known = meta.creatable
     for (const prop in data) {
       if (!known.has(prop)) throw new InvalidValueError(meta.name, prop, data[prop], 'is not a property that create() accepts')
     }
@@ -109,73 +100,14 @@ export class UnitOfWork implements CollectionFactory {
     }
   }
 
-  /**
-   * `em.upsert`: the entity this EntityManager already holds with that key (a pending upsert, or a
-   * row read), with `data` assigned; otherwise a new entity whose INSERT goes `on conflict (key) do
-   * update` of the properties in `data`. Found through a KeyIndex: constant time per upsert while
-   * nothing else changes the entities of that type in between.
-   */
+  /** `em.upsert` (see upsert.ts). */
   upsert(meta: EntityMeta, data: Record<string, unknown>, onConflict: unknown): HasState {
-    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
-      throw new InvalidValueError(meta.name, 'data', data, 'upsert() takes an object of property values')
-    }
-    const key = conflictKey(meta, onConflict)
-    const props = key === 'id' ? [meta.id.prop] : key.map((f) => f.prop)
-    for (const prop of props) {
-      if (data[prop] === undefined || data[prop] === null) throw new InvalidValueError(meta.name, prop, data[prop], `is the upsert's key (onConflict): give it a value`)
-    }
-    const keyText = (read: (prop: string) => unknown): string | undefined => {
-      const parts: string[] = []
-      for (const [i, prop] of props.entries()) {
-        const value = read(prop)
-        if (value === undefined || value === null) return undefined
-        const field = key === 'id' ? undefined : key[i]!
-        if (field?.ref) {
-          const target = stateOf(value)
-          if (target?.id === undefined) return undefined
-          parts.push(String(target.id))
-        } else parts.push(field ? writeText(field.type, value) : meta.id.type.toText(value))
-      }
-      return parts.join('\u0000')
-    }
-    // Checked like create's and assign's values before the search, so a bad key is an error, not a miss.
-    if (key !== 'id') for (const field of key) checkValue(this.newState(meta, 'new', undefined), field, data[field.prop])
-    const wanted = keyText((prop) => data[prop])
-    const heldKey = (entity: HasState): string | undefined => {
-      const state = entity[STATE]
-      return keyText((prop) => (prop === meta.id.prop ? state.id : state.values[prop]))
-    }
-    const index = this.keyIndex(meta, props, heldKey, key !== 'id' && key.some((f) => f.type.mutable))
-    for (const entity of wanted === undefined ? [] : index.find(this.map, wanted)) {
-      const state = entity[STATE]
-      if (state.status === 'detached' || heldKey(entity) !== wanted) continue
-      if (state.status === 'removed') throw new EntityStateError(`${label(state)} has this key and is removed in this EntityManager: flush the removal first`)
-      if (state.status === 'new' && state.upsert === undefined) throw new EntityStateError(`${label(state)} has this key and is new: it will be inserted; assign to it instead`)
-      // The key's values are equal already (and a pending upsert's key cannot be assigned).
-      const rest = Object.fromEntries(Object.entries(data).filter(([prop]) => prop !== meta.id.prop && !props.includes(prop)))
-      this.assign(entity, rest)
-      index.keyUnchanged(this.map) // `rest` holds no property of the key
-      if (state.upsert) for (const prop in rest) state.upsert.update.add(meta.fieldByProp.get(prop)!)
-      return entity
-    }
-    const entity = this.create(meta, data)
-    index.created(this.map, entity, heldKey(entity))
-    const update = new Set<FieldMeta>()
-    for (const prop in data) {
-      const field = meta.fieldByProp.get(prop)
-      if (field && !props.includes(prop)) update.add(field)
-    }
-    entity[STATE].upsert = { key, update }
-    return entity
+    return (this.upserts ??= new Upserts(this)).upsert(meta, data, onConflict)
   }
 
-  private keyIndex(meta: EntityMeta, props: readonly string[], keyOf: (entity: HasState) => string | undefined, changesInPlace: boolean): KeyIndex {
-    let byProps = this.keyIndexes.get(meta)
-    if (!byProps) this.keyIndexes.set(meta, (byProps = new Map()))
-    const name = props.join(',')
-    let index = byProps.get(name)
-    if (!index) byProps.set(name, (index = new KeyIndex(this.map, meta, keyOf, changesInPlace)))
-    return index
+  /** Checks a value for a field of a new entity, as create() checks it. */
+  checkNew(meta: EntityMeta, field: FieldMeta, value: unknown): void {
+    checkValue(this.newState(meta, 'new', undefined), field, value)
   }
 
   /**
@@ -394,26 +326,4 @@ export class UnitOfWork implements CollectionFactory {
   private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
     return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, watched: false, pins: undefined, increments: undefined, poolId: false, upsert: undefined }
   }
-}
-
-/**
- * What `onConflict` names: a unique property, the properties of a unique key over several columns
- * (in any order), or the id of an entity whose ids the application provides.
- */
-function conflictKey(meta: EntityMeta, onConflict: unknown): readonly FieldMeta[] | 'id' {
-  const props = typeof onConflict === 'string' ? [onConflict] : Array.isArray(onConflict) && onConflict.every((p) => typeof p === 'string') ? (onConflict as string[]) : undefined
-  if (props === undefined || props.length === 0) {
-    throw new InvalidValueError(meta.name, 'onConflict', onConflict, 'expected a unique property, or the properties of a unique key')
-  }
-  if (props.length === 1 && props[0] === meta.id.prop) {
-    if (meta.id.strategy === 'provided') return 'id'
-    throw new InvalidValueError(meta.name, 'onConflict', onConflict, `${meta.name}'s ids come from ${meta.id.strategy === 'sequence' ? 'its sequence' : 'create()'}: upsert by a unique key`)
-  }
-  const wanted = [...props].sort().join(',')
-  const key = meta.uniqueKeys.find((k) => k.map((f) => f.prop).sort().join(',') === wanted)
-  if (key === undefined) {
-    const known = meta.uniqueKeys.map((k) => k.map((f) => f.prop).join(' + '))
-    throw new InvalidValueError(meta.name, 'onConflict', onConflict, `is not a unique key of ${meta.name}${known.length > 0 ? ` (its unique keys: ${known.join('; ')})` : ' (it has none)'}`)
-  }
-  return key
 }

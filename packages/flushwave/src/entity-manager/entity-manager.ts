@@ -1,54 +1,51 @@
 import type { Executor } from '../drivers/executor.js'
-import { EntityStateError, FlushError, FlushwaveError, InvalidValueError, NotFoundError } from '../errors.js'
+import { EntityStateError, FlushError, InvalidValueError, NotFoundError } from '../errors.js'
 import type { Schema, SchemaDefs } from '../schema/define.js'
-import type { AssignInput, CounterDelta, CounterName, CreateInput, Entity, EntityName, IdOf, OrderBy, RelationName, Where } from '../schema/infer.js'
+import type { AssignInput, CounterDelta, CounterName, CreateInput, Entity, EntityName, IdOf, RelationName, Where } from '../schema/infer.js'
 import { STATE, type HasState } from '../entities/entity-state.js'
 import type { ChangeSet } from '../flush/change-set.js'
-import { flushCandidates, isDirty } from '../entities/dirty.js'
+import { flushCandidates } from '../entities/dirty.js'
 import { needingIds } from '../flush/change-set.js'
 import { flush, type FlushResult } from '../flush/flush.js'
-import { MAX_HOOK_ROUNDS, type EntityHooks, type Hooks } from './hooks.js'
+import { afterCommitCalls, runBeforeHooks, validateHook, type HookTable } from './hooks.js'
 import { fetchOn, type IdPool } from '../ids/id-pool.js'
 import { Loader } from './loader.js'
-import { ManyToManyCollection } from '../entities/many-to-many.js'
-import { OneToManyCollection } from '../entities/one-to-many.js'
 import { TransactionJournal } from '../entities/transaction-journal.js'
 import { UnitOfWork } from '../entities/unit-of-work.js'
 import { DEFAULT_MAX_ROWS } from '../plan/chunk.js'
 import { validate } from '../entities/validation.js'
 import { checkMutableValues } from '../entities/entity-class.js'
-import { columnOf, conditions, isPlainObject } from './where.js'
-import type { RowLock } from '../sql/render-select.js'
-import { isServerError, lockingReadError } from '../drivers/protocol/pg-error.js'
-import type { EntityMeta } from '../schema/meta.js'
+import { conditions } from './where.js'
+import { lockingRead, rowLock, selectOptions, type FindOptions, type LockOptions } from './read-options.js'
 
-/** A locking read's server errors, typed: `nowait` on a locked row is a (retryable) LockTimeoutError. */
-async function lockingRead<T>(meta: EntityMeta, read: () => Promise<T>): Promise<T> {
-  try {
-    return await read()
-  } catch (error) {
-    throw isServerError(error) ? lockingReadError(error, meta.name, meta.table) : error
-  }
-}
-
-/**
- * A locking read, inside `em.transaction()` only: `for update` (or `for share`) of the rows read,
- * held until the transaction ends; `wait: 'nowait'` fails at once with LockTimeoutError when a row
- * is locked, `'skip-locked'` leaves such rows out (a job queue's next job).
- */
-export interface LockOptions {
-  readonly lock?: 'update' | 'share'
-  readonly wait?: 'nowait' | 'skip-locked'
-}
+export type { FindOptions, LockOptions }
 
 /** What `em.upsert` conflicts on: a unique property, the properties of a unique key, or a provided id. */
 export interface UpsertOptions<D extends SchemaDefs, K extends EntityName<D>> {
   readonly onConflict: (keyof CreateInput<D, K> & string) | readonly (keyof CreateInput<D, K> & string)[]
 }
 
-export interface FindOptions<D extends SchemaDefs, K extends EntityName<D>> extends LockOptions {
-  readonly orderBy?: OrderBy<D, K>
-  readonly limit?: number
+/**
+ * Lifecycle hooks of one entity. The `before…` hooks run at `flush()`, before anything is sent, and
+ * may be async: they may load data, change entities, create or remove others, and those changes
+ * join the same flush. `validate` reports problems; `afterCommit` runs once the data is committed.
+ */
+export interface EntityHooks<D extends SchemaDefs, K extends EntityName<D>> {
+  beforeCreate?(entity: Entity<D, K>, em: EntityManager<D>): void | Promise<void>
+  beforeUpdate?(entity: Entity<D, K>, em: EntityManager<D>): void | Promise<void>
+  beforeDelete?(entity: Entity<D, K>, em: EntityManager<D>): void | Promise<void>
+  /** Whole-entity rules for new and changed entities: a message, several, or nothing. */
+  validate?(entity: Entity<D, K>): string | readonly string[] | undefined
+  afterCommit?(entity: Entity<D, K>, change: 'created' | 'updated' | 'deleted', em: EntityManager<D>): void | Promise<void>
+}
+
+export interface Hooks<D extends SchemaDefs> {
+  /** Per entity name. */
+  readonly entities?: { readonly [K in EntityName<D>]?: EntityHooks<D, K> }
+  /** Once per flush, first: may change anything. */
+  readonly beforeFlush?: (em: EntityManager<D>) => void | Promise<void>
+  /** Once per committed flush (after `em.transaction()` commits, for flushes inside it). */
+  readonly afterCommit?: (result: FlushResult, em: EntityManager<D>) => void | Promise<void>
 }
 
 /**
@@ -204,7 +201,7 @@ export class EntityManager<D extends SchemaDefs> {
     const meta = this.schema.meta(name)
     const reason = meta.id.type.check(id)
     if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
-    const lock = this.rowLock(meta.name, options)
+    const lock = rowLock(meta.name, options, this.uow.journal !== undefined)
     if (lock === undefined) return (await this.loader.byId(meta, id)) as unknown as Entity<D, K> | undefined
     return (await lockingRead(meta, () => this.loader.byIdLocked(meta, id, lock))) as unknown as Entity<D, K> | undefined
   }
@@ -243,23 +240,9 @@ export class EntityManager<D extends SchemaDefs> {
   /** Entities whose properties match `where` (every condition ANDed). */
   async find<K extends EntityName<D>>(name: K, where: Where<D, K> = {}, options: FindOptions<D, K> = {}): Promise<Entity<D, K>[]> {
     const meta = this.schema.meta(name)
-    // Untyped callers: null or an array here would otherwise be read as "no options" or by index.
-    if (!isPlainObject(options as unknown)) throw new InvalidValueError(meta.name, 'options', options, 'find() options must be an object')
-    if (options.orderBy !== undefined && !isPlainObject(options.orderBy as unknown)) {
-      throw new InvalidValueError(meta.name, 'orderBy', options.orderBy, "expected an object of property: 'asc' | 'desc'")
-    }
-    const orderBy = Object.entries(options.orderBy ?? {}).map(([prop, dir]) => {
-      const column = columnOf(meta, prop) // an unknown property is the error, whatever its direction
-      if (dir !== 'asc' && dir !== 'desc') throw new InvalidValueError(meta.name, prop, dir, "order must be 'asc' or 'desc'")
-      return [column.quoted, dir] as const
-    })
-    if (options.limit !== undefined && !(Number.isSafeInteger(options.limit) && options.limit >= 0)) {
-      throw new InvalidValueError(meta.name, 'limit', options.limit, 'expected a non-negative integer')
-    }
-    const lock = this.rowLock(meta.name, options)
-    const select = { orderBy, lock, ...(options.limit === undefined ? {} : { limit: options.limit }) }
+    const select = selectOptions(meta, options, this.uow.journal !== undefined)
     const read = () => this.loader.find(meta, conditions(meta, where as Record<string, unknown>), select)
-    const found = lock === undefined ? await read() : await lockingRead(meta, read)
+    const found = select.lock === undefined ? await read() : await lockingRead(meta, read)
     return found as unknown as Entity<D, K>[]
   }
 
@@ -283,7 +266,7 @@ export class EntityManager<D extends SchemaDefs> {
     if (list.length === 0) return
     const meta = this.uow.own(list[0]).meta
     for (const e of list) if (this.uow.own(e).meta !== meta) throw new EntityStateError('populate() takes entities of one type')
-    await Promise.all(relations.map((relation) => this.populateOne(list, relation)))
+    await Promise.all(relations.map((relation) => this.loader.populate(list, relation)))
   }
 
   /**
@@ -302,12 +285,12 @@ export class EntityManager<D extends SchemaDefs> {
       let candidates = flushCandidates(this.uow.map)
       checkMutableValues(candidates)
       if (this.hooks.beforeFlush || this.hooks.entities) {
-        await this.runBeforeHooks()
+        await runBeforeHooks(this.hooks as HookTable<this>, this, this.uow.map)
         // Hooks may have created, changed or removed entities.
         candidates = flushCandidates(this.uow.map)
         checkMutableValues(candidates)
       }
-      validate(candidates, (name) => this.entityHooks(name)?.validate as never)
+      validate(candidates, (name) => validateHook(this.hooks as HookTable<this>, name) as never)
       const checks = performance.now() - checking
       let written: ChangeSet | undefined
       const result = await flush(
@@ -316,14 +299,16 @@ export class EntityManager<D extends SchemaDefs> {
           candidates,
           executor: this.executor,
           ids: this.ids,
-          order: this.schema.insertOrder,
+          schema: this.schema,
           inTransaction: this.uow.journal !== undefined,
           maxRows: this.maxRowsPerStatement,
           onWritten: (set) => (written = set),
         },
         checks,
       )
-      if (written) await this.afterCommit(result, written)
+      const after = written && afterCommitCalls(this.hooks as HookTable<this>, this, result, written)
+      if (after && this.deferred) this.deferred.push(after)
+      else if (after) await after()
       return result
     } finally {
       this.flushing = false
@@ -338,95 +323,5 @@ export class EntityManager<D extends SchemaDefs> {
   /** Whether the entity's row has been read (false for references not loaded yet). */
   isLoaded<K extends EntityName<D>>(entity: Entity<D, K>): boolean {
     return this.uow.own(entity).status !== 'stub'
-  }
-
-  /** The checked lock of a read, or undefined; a lock outside `em.transaction()` would end with the read. */
-  private rowLock(entity: string, options: LockOptions): RowLock | undefined {
-    const { lock, wait } = options
-    if (lock === undefined) {
-      if (wait !== undefined) throw new InvalidValueError(entity, 'wait', wait, "takes a lock: { lock: 'update', wait }")
-      return undefined
-    }
-    if (lock !== 'update' && lock !== 'share') throw new InvalidValueError(entity, 'lock', lock, "expected 'update' or 'share'")
-    if (wait !== undefined && wait !== 'nowait' && wait !== 'skip-locked') throw new InvalidValueError(entity, 'wait', wait, "expected 'nowait' or 'skip-locked'")
-    if (this.uow.journal === undefined) {
-      throw new EntityStateError(`a locking read (lock: '${lock}') needs em.transaction(): outside one, the lock would be released as soon as the read returns`)
-    }
-    return { strength: lock, wait }
-  }
-
-  private entityHooks(name: string): EntityHooks<D, EntityName<D>> | undefined {
-    return (this.hooks.entities as Record<string, EntityHooks<D, EntityName<D>>> | undefined)?.[name]
-  }
-
-  /** beforeFlush once, then the entity hooks of every new, changed or removed entity, until none is left. */
-  private async runBeforeHooks(): Promise<void> {
-    if (!this.hooks.beforeFlush && !this.hooks.entities) return
-    await this.hooks.beforeFlush?.(this)
-    if (!this.hooks.entities) return
-    const seen = new Map<HasState, 'create' | 'update' | 'delete'>()
-    for (let round = 1; ; round++) {
-      let called = 0
-      for (const entity of flushCandidates(this.uow.map)) {
-        const state = entity[STATE]
-        const kind = state.status === 'new' ? 'create' : state.status === 'removed' ? 'delete' : isDirty(state) ? 'update' : undefined
-        if (!kind || seen.get(entity) === kind) continue
-        seen.set(entity, kind)
-        const hooks = this.entityHooks(state.meta.name)
-        const hook = kind === 'create' ? hooks?.beforeCreate : kind === 'update' ? hooks?.beforeUpdate : hooks?.beforeDelete
-        if (!hook) continue
-        called++
-        await hook(entity as never, this)
-      }
-      if (called === 0) return
-      if (round === MAX_HOOK_ROUNDS) {
-        throw new FlushwaveError(`before-hooks still created or changed entities after ${MAX_HOOK_ROUNDS} rounds; a hook keeps creating work`)
-      }
-    }
-  }
-
-  private async afterCommit(result: FlushResult, set: ChangeSet): Promise<void> {
-    const calls: (() => void | Promise<void>)[] = []
-    const hasEntityHooks = this.hooks.entities !== undefined && Object.values(this.hooks.entities).some((h) => h?.afterCommit)
-    if (hasEntityHooks) {
-      const each = (entity: HasState, change: 'created' | 'updated' | 'deleted') => {
-        const hook = this.entityHooks(entity[STATE].meta.name)?.afterCommit
-        if (hook) calls.push(() => hook(entity as never, change, this))
-      }
-      for (const entity of set.inserted) each(entity, 'created')
-      for (const entity of set.written.keys()) each(entity, 'updated')
-      for (const entity of set.deleted) each(entity, 'deleted')
-    }
-    if (this.hooks.afterCommit) calls.push(() => this.hooks.afterCommit!(result, this))
-    if (calls.length === 0) return
-    const run = async () => {
-      for (const call of calls) await call()
-    }
-    if (this.deferred) this.deferred.push(run)
-    else await run()
-  }
-
-  private async populateOne(list: HasState[], relation: string): Promise<void> {
-    const meta = list[0]![STATE].meta
-    const field = meta.fieldByProp.get(relation)
-    if (field?.ref) {
-      const targets = list.map((e) => e[STATE].values[relation]).filter((t): t is HasState => !!t && (t as HasState)[STATE].status === 'stub')
-      await Promise.all(targets.map((t) => this.loader.byId(t[STATE].meta, t[STATE].id)))
-      return
-    }
-    const persisted = list.filter((e) => e[STATE].id !== undefined && e[STATE].status !== 'new')
-    if (meta.oneToMany.some((r) => r.prop === relation)) {
-      const pending = persisted.filter((e) => !(this.uow.collection(e, relation) as OneToManyCollection).isLoaded)
-      for (const owner of pending) this.uow.changing(owner) // the load marks their collections loaded
-      await this.loader.oneToMany(pending.map((e) => this.uow.collection(e, relation) as OneToManyCollection), pending)
-      return
-    }
-    if (meta.manyToMany.some((r) => r.prop === relation)) {
-      const pending = persisted.filter((e) => !(this.uow.collection(e, relation) as ManyToManyCollection).isLoaded)
-      for (const owner of pending) this.uow.changing(owner)
-      await this.loader.manyToMany(pending.map((e) => this.uow.collection(e, relation) as ManyToManyCollection), pending)
-      return
-    }
-    throw new InvalidValueError(meta.name, relation, undefined, 'is not a relation')
   }
 }

@@ -1,30 +1,81 @@
-import type { SchemaDefs } from '../schema/define.js'
-import type { Entity, EntityName } from '../schema/infer.js'
-import type { EntityManager } from './entity-manager.js'
+import { flushCandidates, isDirty } from '../entities/dirty.js'
+import { STATE, type HasState } from '../entities/entity-state.js'
+import type { IdentityMap } from '../entities/identity-map.js'
+import { FlushwaveError } from '../errors.js'
+import type { ChangeSet } from '../flush/change-set.js'
 import type { FlushResult } from '../flush/flush.js'
 
 /**
- * Lifecycle hooks of one entity. The `before…` hooks run at `flush()`, before anything is sent, and
- * may be async: they may load data, change entities, create or remove others, and those changes
- * join the same flush. `validate` reports problems; `afterCommit` runs once the data is committed.
+ * Runs an EntityManager's lifecycle hooks (their types, `Hooks` and `EntityHooks`, are declared
+ * with the EntityManager they receive). Written over any `EM`, so that this file needs nothing
+ * of the EntityManager but the object to pass on.
  */
-export interface EntityHooks<D extends SchemaDefs, K extends EntityName<D>> {
-  beforeCreate?(entity: Entity<D, K>, em: EntityManager<D>): void | Promise<void>
-  beforeUpdate?(entity: Entity<D, K>, em: EntityManager<D>): void | Promise<void>
-  beforeDelete?(entity: Entity<D, K>, em: EntityManager<D>): void | Promise<void>
-  /** Whole-entity rules for new and changed entities: a message, several, or nothing. */
-  validate?(entity: Entity<D, K>): string | readonly string[] | undefined
-  afterCommit?(entity: Entity<D, K>, change: 'created' | 'updated' | 'deleted', em: EntityManager<D>): void | Promise<void>
+export interface HookTable<EM> {
+  readonly entities?: { readonly [name: string]: EntityHookTable<EM> | undefined }
+  readonly beforeFlush?: (em: EM) => void | Promise<void>
+  readonly afterCommit?: (result: FlushResult, em: EM) => void | Promise<void>
 }
 
-export interface Hooks<D extends SchemaDefs> {
-  /** Per entity name. */
-  readonly entities?: { readonly [K in EntityName<D>]?: EntityHooks<D, K> }
-  /** Once per flush, first: may change anything. */
-  readonly beforeFlush?: (em: EntityManager<D>) => void | Promise<void>
-  /** Once per committed flush (after `em.transaction()` commits, for flushes inside it). */
-  readonly afterCommit?: (result: FlushResult, em: EntityManager<D>) => void | Promise<void>
+interface EntityHookTable<EM> {
+  beforeCreate?(entity: never, em: EM): void | Promise<void>
+  beforeUpdate?(entity: never, em: EM): void | Promise<void>
+  beforeDelete?(entity: never, em: EM): void | Promise<void>
+  validate?(entity: never): string | readonly string[] | undefined
+  afterCommit?(entity: never, change: 'created' | 'updated' | 'deleted', em: EM): void | Promise<void>
 }
 
 /** How many rounds of `before…` hooks one flush may run: hooks that keep creating entities are a bug. */
 export const MAX_HOOK_ROUNDS = 10
+
+/** beforeFlush once, then the entity hooks of every new, changed or removed entity, until none is left. */
+export async function runBeforeHooks<EM>(hooks: HookTable<EM>, em: EM, map: IdentityMap): Promise<void> {
+  if (!hooks.beforeFlush && !hooks.entities) return
+  await hooks.beforeFlush?.(em)
+  const entities = hooks.entities
+  if (!entities) return
+  const seen = new Map<HasState, 'create' | 'update' | 'delete'>()
+  for (let round = 1; ; round++) {
+    let called = 0
+    for (const entity of flushCandidates(map)) {
+      const state = entity[STATE]
+      const kind = state.status === 'new' ? 'create' : state.status === 'removed' ? 'delete' : isDirty(state) ? 'update' : undefined
+      if (!kind || seen.get(entity) === kind) continue
+      seen.set(entity, kind)
+      const own = entities[state.meta.name]
+      const hook = kind === 'create' ? own?.beforeCreate : kind === 'update' ? own?.beforeUpdate : own?.beforeDelete
+      if (!hook) continue
+      called++
+      await hook(entity as never, em)
+    }
+    if (called === 0) return
+    if (round === MAX_HOOK_ROUNDS) {
+      throw new FlushwaveError(`before-hooks still created or changed entities after ${MAX_HOOK_ROUNDS} rounds; a hook keeps creating work`)
+    }
+  }
+}
+
+/** The afterCommit calls a committed flush owes, in order (entities created, updated, deleted; then the flush's), or undefined for none. */
+export function afterCommitCalls<EM>(hooks: HookTable<EM>, em: EM, result: FlushResult, set: ChangeSet): (() => Promise<void>) | undefined {
+  const calls: (() => void | Promise<void>)[] = []
+  const entities = hooks.entities
+  if (entities !== undefined && Object.values(entities).some((h) => h?.afterCommit)) {
+    const each = (entity: HasState, change: 'created' | 'updated' | 'deleted') => {
+      const hook = entities[entity[STATE].meta.name]?.afterCommit
+      if (hook) calls.push(() => hook(entity as never, change, em))
+    }
+    for (const entity of set.inserted) each(entity, 'created')
+    for (const entity of set.written.keys()) each(entity, 'updated')
+    for (const entity of set.deleted) each(entity, 'deleted')
+  }
+  const afterCommit = hooks.afterCommit
+  if (afterCommit) calls.push(() => afterCommit(result, em))
+  if (calls.length === 0) return undefined
+  return async () => {
+    for (const call of calls) await call()
+  }
+}
+
+/** A validate hook by entity name, for validation.ts. */
+export function validateHook<EM>(hooks: HookTable<EM>, name: string): ((entity: never) => string | readonly string[] | undefined) | undefined {
+  return hooks.entities?.[name]?.validate
+}

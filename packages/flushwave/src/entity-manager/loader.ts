@@ -1,4 +1,5 @@
 import type { Executor } from '../drivers/executor.js'
+import { InvalidValueError } from '../errors.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { renderFind, renderLoadByIds, renderLoadByReference, renderLoadLinks, type RowLock, type SelectOptions } from '../sql/render-select.js'
 import { STATE, type HasState } from '../entities/entity-state.js'
@@ -109,5 +110,30 @@ export class Loader {
     } catch (error) {
       for (const list of waiting.values()) for (const w of list) w.reject(error)
     }
+  }
+
+  /** Loads one relation of entities of one type: one query, whatever their number. */
+  async populate(list: readonly HasState[], relation: string): Promise<void> {
+    const meta = list[0]![STATE].meta
+    const field = meta.fieldByProp.get(relation)
+    if (field?.ref) {
+      const targets = list.map((e) => e[STATE].values[relation]).filter((t): t is HasState => !!t && (t as HasState)[STATE].status === 'stub')
+      await Promise.all(targets.map((t) => this.byId(t[STATE].meta, t[STATE].id)))
+      return
+    }
+    const persisted = list.filter((e) => e[STATE].id !== undefined && e[STATE].status !== 'new')
+    if (meta.oneToMany.some((r) => r.prop === relation)) {
+      const pending = persisted.filter((e) => !(this.uow.collection(e, relation) as OneToManyCollection).isLoaded)
+      for (const owner of pending) this.uow.changing(owner) // the load marks their collections loaded
+      await this.oneToMany(pending.map((e) => this.uow.collection(e, relation) as OneToManyCollection), pending)
+      return
+    }
+    if (meta.manyToMany.some((r) => r.prop === relation)) {
+      const pending = persisted.filter((e) => !(this.uow.collection(e, relation) as ManyToManyCollection).isLoaded)
+      for (const owner of pending) this.uow.changing(owner)
+      await this.manyToMany(pending.map((e) => this.uow.collection(e, relation) as ManyToManyCollection), pending)
+      return
+    }
+    throw new InvalidValueError(meta.name, relation, undefined, 'is not a relation')
   }
 }

@@ -1,24 +1,22 @@
 import type { Executor, Recovery } from '../drivers/executor.js'
+import { forgetCounters, restoreIncrements } from '../entities/counters.js'
+import { STATE, type EntityState, type HasState } from '../entities/entity-state.js'
+import type { UnitOfWork } from '../entities/unit-of-work.js'
 import { ConnectionLostError, FlushError } from '../errors.js'
+import { fetchOn, type IdPool } from '../ids/id-pool.js'
 import { isEmpty, type NewRows } from '../plan/changes.js'
-import { rowCount, serverCountsRows, tableOf, type Op } from '../plan/ops.js'
+import { rowCount, tableOf, type Op } from '../plan/ops.js'
 import type { Plan, Preparation } from '../plan/plan.js'
 import { planFlush } from '../plan/planner.js'
-import { tableIndex } from '../plan/table-index.js'
+import type { SchemaFacts } from '../schema/derive.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { renderPlan } from '../sql/render-write.js'
+import { serverCountsRows } from '../sql/returning.js'
 import { computeChanges, needingIds, type ChangeSet } from './change-set.js'
-import { STATE, type EntityState, type HasState } from '../entities/entity-state.js'
-import type { FieldMeta } from '../schema/meta.js'
-import { forgetCounters, restoreIncrements } from '../entities/counters.js'
-import { counterFields } from '../schema/counters.js'
-import { writeText } from '../schema/column-types.js'
-import { isChanged } from '../entities/dirty.js'
-import { fetchOn, type IdPool } from '../ids/id-pool.js'
-import type { UnitOfWork } from '../entities/unit-of-work.js'
-import { PhaseClock, type FlushPhases } from './phases.js'
-import { tableCounts } from './table-counts.js'
 import { keepShapes } from './kept-shapes.js'
+import { PhaseClock, type FlushPhases } from './phases.js'
+import { followCascades, readBack, settleUpserts } from './read-back.js'
+import { tableCounts } from './table-counts.js'
 
 /** Ops that change rows in place: their counts are `updated`, whatever else they are part of. */
 const UPDATES = new Set(['update', 'cascade-null', 'unlink-cycle'])
@@ -58,7 +56,7 @@ export interface FlushContext {
   readonly candidates: readonly HasState[]
   readonly executor: Executor
   readonly ids: IdPool
-  readonly order: readonly EntityMeta[]
+  readonly schema: SchemaFacts
   /** Inside `em.transaction()`: ids are fetched on its connection (the transaction's journal restores the rest). */
   readonly inTransaction?: boolean
   /** Rows per statement at most. */
@@ -78,7 +76,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   clock.lap('ids')
   let set: ChangeSet
   try {
-    set = computeChanges(ctx.uow.map, ctx.candidates, assigned, tableIndex(ctx.order))
+    set = computeChanges(ctx.uow.map, ctx.candidates, assigned)
   } catch (error) {
     giveBack(ctx, assigned)
     throw error
@@ -96,7 +94,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
     ctx.uow.journal?.incrementsSent(entity)
   }
   clock.lap('changes')
-  const plan = planFlush(set.changes, ctx.order, preparation, ctx.maxRows)
+  const plan = planFlush(set.changes, ctx.schema, preparation, ctx.maxRows)
   clock.lap('plan')
   let prepared = 0
   for (const p of preparation) prepared += p.roundTrips
@@ -111,7 +109,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   const refill = inserted && !ctx.inTransaction ? ctx.ids.dueRefill(inserted) : undefined
   let outcome
   try {
-    outcome = await ctx.executor.write(waves, refill && { requests: refill.requests, landed: (blocks) => ctx.ids.landed(refill, blocks) })
+    outcome = await ctx.executor.write(waves, refill)
   } catch (error) {
     // Ids of a rolled-back transaction were never committed by anyone: safe to use again.
     if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) {
@@ -133,16 +131,14 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   } finally {
     // Top up the id pool now, between flushes, rather than when the next flush runs short (or the
     // next creates find it empty): also when every id came at create.
-    // A refill the executor did not land (the connection failed, or it cannot carry ids) goes to the background.
-    if (refill) ctx.ids.landed(refill, undefined)
-    else if (inserted) ctx.ids.refillIfLow(inserted)
+    ctx.ids.afterFlush(refill, inserted)
   }
   clock.lap('write')
   record(ctx.uow, set, assigned)
   const returned = outcome.returned ?? new Map<Op, readonly (readonly unknown[])[]>()
   if (set.counted.size > 0) readBack(ctx.uow, set.counted, returned)
   if (returned.size > 0) followCascades(ctx.uow, returned)
-  settleUpserts(ctx, set, assigned, returned)
+  settleUpserts(ctx.uow, ctx.ids, set, assigned, returned)
   // Ids, statuses and values changed past the identity map's own methods: em.upsert's key indexes start over.
   ctx.uow.map.changedAll()
   ctx.onWritten?.(set)
@@ -233,126 +229,6 @@ function wrote(state: EntityState, written: Record<string, unknown>): void {
   // Only a committed flush advances the in-memory version.
   const version = state.meta.version
   if (version && version.prop in written) state.values[version.prop] = version.type.fromDb(written[version.prop])
-}
-
-/**
- * Sets what the UPDATEs with increments returned: each counter that was incremented, and the
- * version. A value assigned while the flush was in flight stays, to be written by the next one.
- * Without the rows (the commit was recovered after a lost connection), the values are forgotten.
- */
-function readBack(uow: UnitOfWork, counted: ChangeSet['counted'], returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
-  const done = new Set<HasState>()
-  for (const [op, rows] of returned) {
-    if (op.kind !== 'update') continue
-    const meta = op.entity
-    const counters = counterFields(meta)
-    const version = meta.version
-    for (const row of rows) {
-      const entity = uow.map.get(meta, meta.id.type.fromDb(row[0]))
-      const deltas = entity && counted.get(entity)
-      if (!entity || !deltas) continue
-      const state = entity[STATE]
-      const snapshot = (state.snapshot ??= {})
-      counters.forEach((field, c) => {
-        if (!deltas.has(field)) return
-        const raw = row[c + 1]
-        const value = raw === null || raw === undefined ? null : field.type.fromDb(raw)
-        if (!isChanged(state, field)) state.values[field.prop] = value
-        snapshot[field.prop] = value === null ? null : writeText(field.type, value)
-      })
-      if (version) {
-        const value = version.type.fromDb(row[counters.length + 1])
-        state.values[version.prop] = value
-        snapshot[version.prop] = version.type.toText(value)
-      }
-      done.add(entity)
-    }
-  }
-  for (const [entity, deltas] of counted) if (!done.has(entity)) forgetCounters(entity, deltas.keys())
-}
-
-/**
- * Upserted entities take the row their statement returned: its id (on a conflict, an existing
- * row's: the id the flush had taken for it goes back to the pool, never committed) and its columns.
- * When this EntityManager already held that row as another object (a reference it never loaded),
- * that object takes the row and the upsert's is detached. Without the rows (a commit recovered
- * after a lost connection) the id is unknown: the entity is detached, and its row found by its key.
- */
-function settleUpserts(ctx: FlushContext, set: ChangeSet, assigned: ReadonlyMap<HasState, string>, returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
-  const upserted = set.upserted
-  if (upserted.length === 0) return
-  const rows = new Map<string, readonly unknown[]>()
-  for (const [op, list] of returned) {
-    if (op.kind !== 'insert' || op.upsert === undefined) continue
-    const key = op.upsert.key
-    const at = key === 'id' ? [0] : key.map((f) => op.entity.fields.indexOf(f) + 1)
-    for (const row of list) rows.set(`${op.entity.name}\u0000${at.map((i) => textOf(key === 'id' ? undefined : op.entity.fields[i - 1], row[i])).join('\u0000')}`, row)
-  }
-  const { uow } = ctx
-  const deleted = new Set(set.deleted.map((e) => `${e[STATE].meta.name}\u0000${String(e[STATE].id)}`))
-  for (const entity of upserted) {
-    const state = entity[STATE]
-    const meta = state.meta
-    const spec = state.upsert!
-    const sent = assigned.get(entity) ?? meta.id.type.toText(state.id)
-    const key = spec.key === 'id' ? [sent] : spec.key.map((f) => textOf(f, f.ref ? (state.values[f.prop] as HasState)[STATE].id : state.values[f.prop], true))
-    const row = rows.get(`${meta.name}\u0000${key.join('\u0000')}`)
-    uow.map.delete(entity) // registered under the id it was sent with
-    if (row === undefined) {
-      state.status = 'detached'
-      continue
-    }
-    const id = String(row[0])
-    if (id !== sent && assigned.has(entity)) ctx.ids.give(meta, [sent])
-    state.id = meta.id.type.fromDb(id)
-    state.poolId = false
-    // The row this upsert met was deleted later in the same flush (a reference to it removed).
-    if (deleted.has(`${meta.name}\u0000${id}`)) {
-      state.status = 'detached'
-      continue
-    }
-    const held = uow.map.get(meta, state.id)
-    if (held !== undefined && held !== entity) {
-      state.status = 'detached'
-      uow.hydrate(meta, row, true)
-      continue
-    }
-    uow.map.add(entity)
-    uow.hydrate(meta, row, true) // the row's columns: a conflict's existing row keeps those not given
-  }
-}
-
-/** A key column as text, from a returned row (`raw`) or, with `fromValue`, from an entity's value. */
-function textOf(field: FieldMeta | undefined, raw: unknown, fromValue = false): string {
-  if (raw === null || raw === undefined) return ''
-  if (field === undefined || field.ref) return String(raw)
-  return writeText(field.type, fromValue ? raw : field.type.fromDb(raw))
-}
-
-/**
- * The rows the server's cascades deleted or unlinked, by the ids their statements returned: loaded
- * entities among them are detached, or lose the reference, even when the client could not see the
- * way there (through a reference it never loaded). The change set's own guess covers the rest.
- */
-function followCascades(uow: UnitOfWork, returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
-  for (const [op, rows] of returned) {
-    if (op.kind !== 'delete' && op.kind !== 'cascade-delete' && op.kind !== 'cascade-null') continue
-    const meta = op.kind === 'delete' ? op.entity : op.rows.entity
-    for (const row of rows) {
-      const entity = uow.map.get(meta, meta.id.type.fromDb(row[0]))
-      const state = entity?.[STATE]
-      if (!entity || !state || (state.status !== 'managed' && state.status !== 'stub')) continue
-      uow.changing(entity)
-      if (op.kind === 'cascade-null') {
-        const field = op.rows.field
-        if (!isChanged(state, field)) state.values[field.prop] = null // unless set again while the flush was in flight
-        if (state.snapshot) state.snapshot[field.prop] = null
-      } else {
-        state.status = 'detached'
-        uow.map.delete(entity)
-      }
-    }
-  }
 }
 
 /** Rows inserted per table, for the id pool's demand. */

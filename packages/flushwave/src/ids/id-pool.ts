@@ -1,25 +1,10 @@
-import type { IdBlocks } from '../drivers/executor.js'
-import type { EntityMeta } from '../schema/meta.js'
-import type { IdRequest } from '../sql/render-ids.js'
 import { FlushwaveError } from '../errors.js'
-import { IdRanges } from './id-ranges.js'
+import type { EntityMeta } from '../schema/meta.js'
+import type { IdBlocks, IdRequest } from '../sql/render-ids.js'
+import { countsOf, idRequest, Refill, type Fetch } from './refill.js'
+import { TableIds } from './table-ids.js'
 
-/**
- * A fetch never asks for more spare ids than this per table. Spare blocks follow demand (twice the
- * ids taken between fetches), so only a workload that takes this many between refills keeps it.
- */
-const MAX_SPARE = 65_536
-
-/**
- * With a plain sequence (increment 1) the server runs one nextval per id: 2,048 take it about 2 ms,
- * 15,000 about 17 ms (measured on the bench's embedded PostgreSQL 18). A background refill of that
- * size holds a connection, and with a pool of one the next flush waits behind it: blocks that kept
- * doubling made a steady bulkCreate×1 loop's p99 3.9× its median. So a plain sequence's spare block
- * stops at this, or at twice the largest take when flushes are bigger than that (a refill then
- * costs the server about what such a flush does). Pooled sequences (increment > 1) reserve a block
- * with each nextval, so theirs still grow to MAX_SPARE.
- */
-const MAX_PLAIN_SPARE = 2_048
+export { Refill, type Fetch }
 
 export interface IdPoolOptions {
   /** Spare ids fetched with a table's first shortfall (default 256); later fetches size it from demand. */
@@ -38,31 +23,6 @@ export function fetchOn(executor: { nextIds: FetchIds }): FetchIds {
   return (requests) => executor.nextIds(requests)
 }
 
-/** One fetch of ids: how many per table, and the round trips it cost. */
-export interface Fetch {
-  readonly counts: ReadonlyMap<string, number>
-  readonly roundTrips: number
-  /** A background refill that a take ran short during, and waited for (see refillIfLow). */
-  readonly refill?: true
-}
-
-/** A refill under way, for a flush to carry (see IdPool.dueRefill). */
-export class Refill {
-  /** Set once its blocks joined the pool, or it went to the background. */
-  settled = false
-
-  constructor(
-    readonly asked: readonly { readonly meta: EntityMeta; readonly count: number }[],
-    /** When it was asked for (performance.now()): how long fetches take counts from here. */
-    readonly started: number,
-  ) {}
-
-  /** For the executor's id statement. */
-  get requests(): IdRequest[] {
-    return this.asked.map(idRequest)
-  }
-}
-
 export interface Taken {
   readonly ids: Map<EntityMeta, string[]>
   /** The fetches this take waited on (none in steady state). */
@@ -74,28 +34,6 @@ interface Waiter {
   readonly fetched: Fetch[]
   resolve(taken: Taken): void
   reject(error: unknown): void
-}
-
-interface TableIds {
-  readonly ranges: IdRanges
-  /** Ids taken since this table's last fetch: the demand that sizes its next spare block. */
-  takenSinceFetch: number
-  /** The spare ids its last fetch aimed to hold: below half of it, the pool refills in the background. */
-  lastSpare: number
-  /**
-   * The most ids one take has asked for since the last fetch. The pool also refills below one and a
-   * half of it, so that the next flush as big as the last finds its ids ready however big it is.
-   */
-  largestTake: number
-  /** Whether the last fetch found a pooled sequence (increment > 1): blocks cost O(1), not O(ids). */
-  pooled: boolean
-  /**
-   * The ids taken since `flowSince` (performance.now()): the rate they go at. It counts from the
-   * last background refill's request, or from the last time waiting flushes were served: those
-   * waited, so they took nothing meanwhile, and a burst served at once is no rate.
-   */
-  flowTaken: number
-  flowSince: number
 }
 
 /**
@@ -159,9 +97,7 @@ export class IdPool {
     const table = this.tables.get(meta)
     if (table === undefined || table.ranges.size === 0 || this.queue.length > 0) return undefined
     const id = table.ranges.takeOne()
-    table.takenSinceFetch++
-    table.flowTaken++
-    if (table.largestTake === 0) table.largestTake = 1
+    table.took(1)
     return id
   }
 
@@ -208,7 +144,7 @@ export class IdPool {
   private async takePrivately(counts: ReadonlyMap<EntityMeta, number>, fetch: FetchIds): Promise<Taken> {
     const requests = [...counts].map(([meta, count]) => ({ meta, spare: this.spareFor(meta), count: count + this.spareFor(meta) }))
     const blocks = await this.fetchBlocks(requests, fetch)
-    for (const r of requests) this.asked(this.table(r.meta), r.spare)
+    for (const r of requests) this.table(r.meta).asked(r.spare, performance.now())
     // Taken at once, before any other flush runs: these ids were fetched for this one.
     const ids = this.drain(counts)
     this.serve()
@@ -229,9 +165,9 @@ export class IdPool {
       const table = this.table(meta)
       const have = table.ranges.size
       const spare = this.spareFor(meta)
-      if (have - need >= Math.max(spare / 2, this.inFlightNeed(table, now))) continue
+      if (have - need >= Math.max(spare / 2, table.inFlightNeed(this.fetchMs, now))) continue
       requests.push({ meta, count: Math.max(0, need - have) + spare })
-      this.asked(table, spare)
+      table.asked(spare, performance.now())
     }
     return requests
   }
@@ -266,23 +202,6 @@ export class IdPool {
       table.ranges.add(blocks.ids[i]!)
       table.pooled = blocks.ids[i]!.step > 1
     })
-  }
-
-  /** A fetch for `table` is asked for, with a spare block of `spare`: demand counts afresh from here. */
-  private asked(table: TableIds, spare: number): void {
-    table.takenSinceFetch = 0
-    table.lastSpare = spare
-    table.largestTake = 0
-    restartFlow(table, performance.now())
-  }
-
-  /**
-   * Twice the ids `table` would use while a fetch is in flight, at the rate it has used them lately
-   * (see TableIds.flowTaken), over at least a millisecond.
-   */
-  private inFlightNeed(table: TableIds, now: number): number {
-    if (this.fetchMs === 0 || table.flowTaken === 0) return 0
-    return (2 * table.flowTaken * this.fetchMs) / Math.max(now - table.flowSince, 1)
   }
 
   /**
@@ -329,6 +248,16 @@ export class IdPool {
   }
 
   /**
+   * Tops the pool up once a flush is over, committed or not: the refill it carried, when its answer
+   * did not come (the connection failed, or the executor carries no ids), runs in the background;
+   * without one, tables the flush left low refill in the background (see refillIfLow).
+   */
+  afterFlush(refill: Refill | undefined, inserted: ReadonlyMap<EntityMeta, number> | undefined): void {
+    if (refill) this.landed(refill, undefined)
+    else if (inserted) this.refillIfLow(inserted)
+  }
+
+  /**
    * Starts a refill of every table below its low-water mark (see due) in the background, on one
    * of the pool's connections. A flush that carried none calls it once it is over, so that the
    * refill overlaps the time between flushes rather than the flush (with a pool of one connection
@@ -347,12 +276,8 @@ export class IdPool {
   }
 
   /**
-   * The tables below their low-water mark, none while a fetch is under way. The mark is the
-   * largest of: half its last spare block; one and a half times the largest take since its last
-   * fetch (a flush of 10,000 new rows must find the next 10,000 ready, whatever half a block is);
-   * and twice what it uses while a fetch is in flight (see inFlightNeed). Without that last one,
-   * fetches of 5 ms and flushes 1 ms apart ran dry in the middle of the first refill. `inserted`
-   * counts as a take of its tables.
+   * The tables below their low-water mark (TableIds.low), none while a fetch is under way.
+   * `inserted` counts as a take of its tables.
    */
   private due(inserted: ReadonlyMap<EntityMeta, number> | undefined): EntityMeta[] {
     for (const [meta, count] of inserted ?? []) {
@@ -362,10 +287,7 @@ export class IdPool {
     if (this.fetching) return []
     const due: EntityMeta[] = []
     const now = performance.now()
-    for (const [meta, table] of this.tables) {
-      const have = table.ranges.size
-      if (table.lastSpare > 0 && have < Math.max(table.lastSpare / 2, 1.5 * table.largestTake, this.inFlightNeed(table, now))) due.push(meta)
-    }
+    for (const [meta, table] of this.tables) if (table.low(this.fetchMs, now)) due.push(meta)
     return due
   }
 
@@ -373,11 +295,11 @@ export class IdPool {
   private ask(tables: readonly EntityMeta[]): Refill {
     const requests = tables.map((meta) => {
       const spare = this.spareFor(meta)
-      this.asked(this.table(meta), spare)
+      this.table(meta).asked(spare, performance.now())
       return { meta, count: spare }
     })
     this.fetching = true
-    return new Refill(requests, performance.now())
+    return new Refill(this, requests, performance.now())
   }
 
   /** A failed refill costs nothing but the refill: the next shortfall fetches (and reports) as usual. */
@@ -412,19 +334,13 @@ export class IdPool {
       for (const meta of waiter.counts.keys()) served.add(meta)
     }
     const now = performance.now()
-    for (const meta of served) restartFlow(this.table(meta), now)
+    for (const meta of served) this.table(meta).restartFlow(now)
   }
 
-  /**
-   * Twice the ids taken since the table's last fetch, and twice what it would use while two fetches
-   * are in flight (so that a block outlasts the refill that follows it); at least blockSize, at most
-   * its cap (see MAX_PLAIN_SPARE).
-   */
+  /** The spare block a fetch for `meta` asks for (see TableIds.spare); blockSize for a table never fetched. */
   private spareFor(meta: EntityMeta): number {
     const table = this.tables.get(meta)
-    if (table === undefined) return this.blockSize
-    const cap = table.pooled ? MAX_SPARE : Math.min(MAX_SPARE, Math.max(MAX_PLAIN_SPARE, 2 * table.largestTake))
-    return Math.min(cap, Math.max(this.blockSize, 2 * table.takenSinceFetch, Math.ceil(2 * this.inFlightNeed(table, performance.now()))))
+    return table === undefined ? this.blockSize : table.spare(this.blockSize, this.fetchMs, performance.now())
   }
 
   private covers(counts: ReadonlyMap<EntityMeta, number>): boolean {
@@ -437,31 +353,14 @@ export class IdPool {
     for (const [meta, count] of counts) {
       const table = this.table(meta)
       out.set(meta, table.ranges.take(count))
-      table.takenSinceFetch += count
-      table.flowTaken += count
-      if (count > table.largestTake) table.largestTake = count
+      table.took(count)
     }
     return out
   }
 
   private table(meta: EntityMeta): TableIds {
     let table = this.tables.get(meta)
-    if (table === undefined) this.tables.set(meta, (table = { ranges: new IdRanges(), takenSinceFetch: 0, lastSpare: 0, largestTake: 0, pooled: false, flowTaken: 0, flowSince: 0 }))
+    if (table === undefined) this.tables.set(meta, (table = new TableIds()))
     return table
   }
-}
-
-/** What the executor's id statement needs of a request (see render-ids.ts). */
-function idRequest(r: { meta: EntityMeta; count: number }): IdRequest {
-  return { quotedTable: r.meta.quotedTable, column: r.meta.id.column, count: r.count }
-}
-
-function countsOf(requests: readonly { meta: EntityMeta; count: number }[]): Map<string, number> {
-  return new Map(requests.map((r) => [r.meta.table, r.count]))
-}
-
-/** The rate a table's ids go at counts afresh from `now` (see TableIds.flowTaken). */
-function restartFlow(table: TableIds, now: number): void {
-  table.flowTaken = 0
-  table.flowSince = now
 }

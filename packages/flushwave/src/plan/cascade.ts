@@ -1,10 +1,8 @@
-import { treeFields } from '../schema/self-references.js'
 import type { LinkPurgeOp, Op, RowSet } from './ops.js'
-import type { TableIndex } from './table-index.js'
 
 /** The links of rows about to be deleted, on either side of every join table. */
-export function purgeOps(rows: RowSet, index: TableIndex): LinkPurgeOp[] {
-  return index.linkSides(rows.entity).map(({ link, side }) => ({ kind: 'link-purge', link, side, rows }))
+export function purgeOps(rows: RowSet): LinkPurgeOp[] {
+  return rows.entity.linkSides.map(({ link, side }) => ({ kind: 'link-purge', link, side, rows }))
 }
 
 /**
@@ -16,23 +14,23 @@ export function purgeOps(rows: RowSet, index: TableIndex): LinkPurgeOp[] {
  * statement that deletes `rows` deletes them with it (see render-write.ts), so that every foreign
  * key is checked once both are gone. A self-reference that says `'set null'` unlinks their children.
  */
-export function cascade(rows: RowSet, index: TableIndex, ops: Op[], doomed: RowSet[]): void {
+export function cascade(rows: RowSet, ops: Op[], doomed: RowSet[]): void {
   if (rows.kind !== 'subtree') {
-    for (const field of treeFields(rows.entity)) {
+    for (const field of rows.entity.treeFields) {
       const below = { kind: 'subtree', entity: rows.entity, field, roots: rows } as const
       doomed.push(below)
-      cascade(below, index, ops, doomed)
-      ops.push(...purgeOps(below, index))
+      cascade(below, ops, doomed)
+      ops.push(...purgeOps(below))
     }
   }
-  for (const { child, field } of index.referrers(rows.entity)) {
+  for (const { child, field } of rows.entity.referrers) {
     const children = { kind: 'children', entity: child, field, parent: rows } as const
     if (field.ref!.onDelete === 'set null') ops.push({ kind: 'cascade-null', rows: children })
     if (child === rows.entity) continue // a cascading tree: above
     if (field.ref!.onDelete === 'cascade') {
       doomed.push(children)
-      cascade(children, index, ops, doomed)
-      ops.push(...purgeOps(children, index), { kind: 'cascade-delete', rows: children })
+      cascade(children, ops, doomed)
+      ops.push(...purgeOps(children), { kind: 'cascade-delete', rows: children })
     }
   }
 }

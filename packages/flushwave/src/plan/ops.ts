@@ -1,5 +1,4 @@
 import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
-import { treeFields } from '../schema/self-references.js'
 import type { Text, UpsertSpec } from './changes.js'
 
 /**
@@ -142,35 +141,5 @@ export function rowCount(op: Op): number {
       return 0 // unknown to the client: the server's count is reported
     case 'lock':
       return 0 // writes nothing
-  }
-}
-
-/**
- * Whether the server's row count is the op's: a version-checked statement is a SELECT over a
- * data-modifying CTE (one row), and it only succeeds when every row was written; with increments
- * it returns the written rows themselves.
- */
-export function serverCountsRows(op: Op): boolean {
-  return !('versions' in op && op.versions) || returnsRows(op)
-}
-
-/**
- * Whether the op's statement returns rows the flush reads: an update with increments (the new
- * counter values), and every statement that reaches rows the client did not name (cascades, and
- * deletes of a cascading tree), whose ids let the identity map follow exactly what the server did.
- */
-export function returnsRows(op: Op): boolean {
-  switch (op.kind) {
-    case 'update':
-      return op.increments !== undefined
-    case 'insert':
-      return op.upsert !== undefined
-    case 'cascade-delete':
-    case 'cascade-null':
-      return true
-    case 'delete':
-      return treeFields(op.entity).length > 0
-    default:
-      return false
   }
 }

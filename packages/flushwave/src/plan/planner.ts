@@ -1,11 +1,10 @@
-import { counterFields } from '../schema/counters.js'
-import type { EntityMeta, ManyToManyMeta } from '../schema/meta.js'
+import type { SchemaFacts } from '../schema/derive.js'
+import type { EntityMeta, FixUp, ManyToManyMeta } from '../schema/meta.js'
 import type { Changes, LinkChange, NewRows, RowDelete, RowUpdate, RowUpsert, Text } from './changes.js'
 import { cascade, purgeOps } from './cascade.js'
 import { chunk, DEFAULT_MAX_ROWS } from './chunk.js'
 import { addTo } from './groups.js'
-import { tableIndex, type FixUp, type TableIndex } from './table-index.js'
-import type { DeleteOp, InsertOp, LinkDeleteOp, LinkInsertOp, LockOp, Op, RowSet, UpdateOp } from './ops.js'
+import type { DeleteOp, InsertOp, LinkInsertOp, LockOp, Op, RowSet, UpdateOp } from './ops.js'
 import type { Plan, Preparation } from './plan.js'
 
 /**
@@ -26,7 +25,7 @@ import type { Plan, Preparation } from './plan.js'
  */
 export function planFlush(
   changes: Changes,
-  order: readonly EntityMeta[],
+  schema: SchemaFacts,
   preparation: readonly Preparation[] = [],
   maxRows = DEFAULT_MAX_ROWS,
 ): Plan {
@@ -38,9 +37,9 @@ export function planFlush(
   const deletes = new Map<EntityMeta, RowDelete[]>()
   const replaced = new Map<EntityMeta, RowDelete[]>()
   for (const d of changes.deletes) addTo(d.first ? replaced : deletes, d.entity, d)
-  const index = tableIndex(order)
-  const links = index.links
-  if (replaced.size > 0) ops.push(...deleting(replaced, index, maxRows))
+  const order = schema.insertOrder
+  const links = schema.links
+  if (replaced.size > 0) ops.push(...deleting(replaced, schema, maxRows))
   const newIds = newIdsOf(inserts)
   const fixUps: Op[] = []
   for (const entity of order) {
@@ -50,7 +49,7 @@ export function planFlush(
     if (upserting) for (const group of upsertGroups(upserting)) ops.push(upsertOp(entity, group))
     const rows = inserts.get(entity)
     if (rows && rows.ids.length > 0) {
-      const { now, later } = breakCycles(entity, index.fixUps(entity), rows, newIds)
+      const { now, later } = breakCycles(entity, entity.fixUps, rows, newIds)
       const { ids, columns } = rows.ids.length > maxRows ? parentsFirst(entity, now) : now
       ops.push({ kind: 'insert', entity, ids, columns })
       if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined, increments: undefined })
@@ -74,7 +73,7 @@ export function planFlush(
     const removes = linkRemoves.get(link)
     if (removes) ops.push({ kind: 'link-delete', link, ...ends(unique(removes)) })
   }
-  ops.push(...deleting(deletes, index, maxRows))
+  ops.push(...deleting(deletes, schema, maxRows))
   const chunked: Op[] = []
   for (const op of ops) for (const part of chunk(op, maxRows)) chunked.push(part)
   const waves = chunked.length === 0 ? [] : [{ ops: chunked, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
@@ -85,20 +84,20 @@ export function planFlush(
  * Deletes rows, per table children first: cycle references of every doomed row cleared, then each
  * table's cascades, its links, its rows.
  */
-function deleting(deletes: ReadonlyMap<EntityMeta, readonly RowDelete[]>, index: TableIndex, maxRows: number): Op[] {
+function deleting(deletes: ReadonlyMap<EntityMeta, readonly RowDelete[]>, schema: SchemaFacts, maxRows: number): Op[] {
   const doomed: RowSet[] = []
   const ops: Op[] = []
-  for (const entity of index.childrenFirst) {
+  for (const entity of schema.childrenFirst) {
     const rows = deletes.get(entity)
     if (!rows) continue
     const set: RowSet = { kind: 'ids', entity, ids: idsOf(rows) }
     doomed.push(set)
-    cascade(set, index, ops, doomed)
-    ops.push(...purgeOps(set, index), deleteOp(entity, rows, rows.length > maxRows))
+    cascade(set, ops, doomed)
+    ops.push(...purgeOps(set), deleteOp(entity, rows, rows.length > maxRows))
   }
   const unlinks: Op[] = []
   for (const rows of doomed) {
-    const fields = index.fixUps(rows.entity)
+    const fields = rows.entity.fixUps
     if (fields.length > 0) unlinks.push({ kind: 'unlink-cycle', rows, fields: fields.map(([field]) => field) })
   }
   return [...unlinks, ...ops]
@@ -272,7 +271,7 @@ function lockOp(entity: EntityMeta, rows: readonly RowUpdate[]): LockOp {
 
 /** Per counter field, the delta each row adds (null: none). */
 function incrementsOf(entity: EntityMeta, rows: readonly RowUpdate[]): Text[][] {
-  return counterFields(entity).map((f) => {
+  return entity.counters.map((f) => {
     const i = entity.fields.indexOf(f)
     return rows.map((r): Text => r.increments?.get(i) ?? null)
   })

@@ -4,6 +4,7 @@ import type { AnyProp, Column, ColumnSpec, IdSpec, ManyToManySpec, ManyToOne, Ma
 import type { EntityMeta, FieldMeta, IdMeta, ManyToManyMeta, OneToManyMeta } from './meta.js'
 import { snakeCase } from './naming.js'
 import { tableOrder } from './table-order.js'
+import { deriveFacts, type SchemaFacts } from './derive.js'
 
 export interface EntityDef<P extends Record<string, AnyProp> = Record<string, AnyProp>> {
   readonly table: string
@@ -28,14 +29,20 @@ export function entity<const P extends Record<string, AnyProp>>(table: string, p
 }
 
 /** A checked, resolved set of entities. Entity names are the keys of `defs`. */
-export class Schema<D extends SchemaDefs = SchemaDefs> {
+export class Schema<D extends SchemaDefs = SchemaDefs> implements SchemaFacts {
   readonly entities: ReadonlyMap<string, EntityMeta>
   /** Entities ordered so that each one's foreign-key targets come before it. */
   readonly insertOrder: readonly EntityMeta[]
+  readonly childrenFirst: readonly EntityMeta[]
+  readonly links: readonly ManyToManyMeta[]
 
   constructor(readonly defs: D) {
     this.entities = resolve(defs)
     this.insertOrder = tableOrder([...this.entities.values()])
+    const facts = deriveFacts(this.insertOrder)
+    this.childrenFirst = facts.childrenFirst
+    this.links = facts.links
+    for (const meta of this.entities.values()) Object.freeze(meta)
   }
 
   meta(name: string): EntityMeta {
@@ -104,7 +111,6 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
     if (versions.length > 1) throw new SchemaError(`${d.meta.name} has ${versions.length} version columns; one at most`)
     ;(d.meta as { version: FieldMeta | undefined }).version = versions[0]
     Object.freeze(d.fields)
-    Object.freeze(d.meta)
   }
   return new Map([...drafts].map(([name, d]) => [name, d.meta]))
 }
@@ -158,6 +164,16 @@ function draft(name: string, def: EntityDef): Draft {
     manyToMany,
     version: undefined,
     uniqueKeys: [],
+    // Derived once the schema is ordered (derive.ts).
+    counters: [],
+    selfReferences: [],
+    treeFields: [],
+    mutableFields: [],
+    creatable: new Set(),
+    referrers: [],
+    linkSides: [],
+    fixUps: [],
+    cache: { texts: new Map(), updateShapes: new Map(), multiRowShapes: new Set(), entityClass: undefined },
   }
   return { meta, fields, fieldByProp, oneToMany, manyToMany }
 }

@@ -1,6 +1,19 @@
 import type { Column, Id, IdStrategy, ManyToMany, ManyToOne, OneToMany } from './builders.js'
 import type { EntityDef, Schema, SchemaDefs } from './define.js'
-import type { Collection } from '../entities/collection.js'
+
+/**
+ * A to-many relation of one entity. `items` throws until the collection is loaded (`em.populate`);
+ * `add` and `remove` work either way and are written by the next flush.
+ */
+export interface Collection<T> extends Iterable<T> {
+  readonly isLoaded: boolean
+  /** The related entities, as the unit of work sees them now (including unflushed changes). */
+  readonly items: readonly T[]
+  readonly length: number
+  has(item: T): boolean
+  add(item: T): void
+  remove(item: T): void
+}
 
 /** Type-level only: tells entities of different names apart even when their properties match. */
 export declare const entityName: unique symbol

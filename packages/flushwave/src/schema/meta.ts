@@ -16,6 +16,57 @@ export interface EntityMeta {
   readonly version: FieldMeta | undefined
   /** Unique keys besides the id: each `.unique()` field alone, then each key over several columns. */
   readonly uniqueKeys: readonly (readonly FieldMeta[])[]
+
+  // Facts derived from the whole schema, compiled once when it is defined (see define.ts).
+  /** The counter fields (`em.increment`), in `fields` order: what an UPDATE with increments reads back. */
+  readonly counters: readonly FieldMeta[]
+  /** References to the entity's own table, in `fields` order. */
+  readonly selfReferences: readonly FieldMeta[]
+  /** The self-references that cascade: deleting a row deletes the tree below it. */
+  readonly treeFields: readonly FieldMeta[]
+  /** Fields whose values can change in place (Dates, JSON), in `fields` order. */
+  readonly mutableFields: readonly FieldMeta[]
+  /** The properties `create()` accepts. */
+  readonly creatable: ReadonlySet<string>
+  /** The many-to-ones that point at this table: children first, each table's in field order. */
+  readonly referrers: readonly Referrer[]
+  /** The join tables this table is a side of, in the schema's link order (a self-link twice: owner, then target). */
+  readonly linkSides: readonly LinkSide[]
+  /** Its cycle-breaking references (`fixUp`), each with its index in `fields`. */
+  readonly fixUps: readonly FixUp[]
+  /** What later layers make from this metadata once and keep with it (see TableCache). */
+  readonly cache: TableCache
+}
+
+/** A many-to-one of `child` that points at some table. */
+export interface Referrer {
+  readonly child: EntityMeta
+  readonly field: FieldMeta
+}
+
+/** A join table that an entity is one side of. */
+export interface LinkSide {
+  readonly link: ManyToManyMeta
+  readonly side: 'owner' | 'target'
+}
+
+/** A cycle-breaking reference (`fixUp`) and its index in its entity's `fields`. */
+export type FixUp = readonly [FieldMeta, number]
+
+/**
+ * Made from an entity's metadata by later layers on first use, and kept with it for the life of
+ * the schema: statement texts that depend on the table alone (sql/render-write.ts) and the class
+ * of its entity objects (entities/entity-class.ts).
+ */
+export interface TableCache {
+  /** Statement texts by kind (`insert-one`, `delete-one`, …). */
+  readonly texts: Map<string, string>
+  /** One-row update texts by set of columns. */
+  readonly updateShapes: Map<string, string>
+  /** Multi-row update forms seen, by their columns' modes. */
+  readonly multiRowShapes: Set<string>
+  /** The entity class. */
+  entityClass: (new (state: never) => object) | undefined
 }
 
 export interface IdMeta {

@@ -21,6 +21,12 @@ export interface IdBlock {
   readonly step: number
 }
 
+/** What one id statement brought: per request, its ids; and the round trips it cost. */
+export interface IdBlocks {
+  readonly ids: readonly IdBlock[]
+  readonly roundTrips: number
+}
+
 /**
  * One statement for every table's block of ids, from the sequence behind each id column (serial or
  * identity), looked up once per table (inlined, pg_get_serial_sequence ran once per id and cost
@@ -39,6 +45,7 @@ export function renderNextIds(requests: readonly IdRequest[]): Statement {
       'select i, inc::text, min(id)::text, count(id)::int4, ' +
       "case when max(id) - min(id) = (count(id) - 1) * inc then null else string_agg(id::text, ',') end " +
       'from v group by i, inc',
+    returnsRows: true,
     params: [
       arrayLiteral(requests.map((r) => r.quotedTable)),
       arrayLiteral(requests.map((r) => r.column)),

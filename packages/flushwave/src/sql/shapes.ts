@@ -1,11 +1,11 @@
 import { planFlush } from '../plan/planner.js'
 import { insertsOf, type Changes, type LinkChange, type RowDelete, type RowUpdate } from '../plan/changes.js'
 import type { Op, RowSet } from '../plan/ops.js'
-import { counterFields } from '../schema/counters.js'
 import type { Schema } from '../schema/define.js'
 import { renderNextIds } from './render-ids.js'
 import { renderLoadByIds, renderLoadByReference, renderLoadLinks } from './render-select.js'
-import { isDecoded, renderOp, writesOneRow } from './render-write.js'
+import { renderOp } from './render-write.js'
+import { isDecoded, writesOneRow } from './write-values.js'
 import type { Statement } from './statement.js'
 
 /**
@@ -55,18 +55,18 @@ export function allShapes(schema: Schema): Statement[] {
       linkAdds: entity.manyToMany.map((link): LinkChange => ({ link, owner: '0', target: '0' })),
       linkRemoves: entity.manyToMany.map((link): LinkChange => ({ link, owner: '0', target: '0' })),
     }
-    for (const wave of planFlush(changes, order).waves) for (const op of wave.ops) addForms(op)
+    for (const wave of planFlush(changes, schema).waves) for (const op of wave.ops) addForms(op)
     // Fix-ups of cycles use the unversioned update shape.
     if (entity.version) {
-      for (const wave of planFlush({ ...changes, updates: [{ ...row, changed: new Map([[0, '0']]) }] }, order).waves) {
+      for (const wave of planFlush({ ...changes, updates: [{ ...row, changed: new Map([[0, '0']]) }] }, schema).waves) {
         for (const op of wave.ops) if (op.kind === 'update') addForms({ ...op, versions: undefined })
       }
     }
     // Updates that add increments (atomic counters) have a shape of their own.
-    const counters = counterFields(entity)
+    const counters = entity.counters
     if (counters.length > 0) {
       const increments = new Map(counters.map((f) => [entity.fields.indexOf(f), '0']))
-      for (const wave of planFlush({ ...changes, inserts: [], deletes: [], updates: [{ ...row, changed: new Map(), increments }] }, order).waves) {
+      for (const wave of planFlush({ ...changes, inserts: [], deletes: [], updates: [{ ...row, changed: new Map(), increments }] }, schema).waves) {
         for (const op of wave.ops) if (op.kind === 'update') addForms(op)
       }
     }

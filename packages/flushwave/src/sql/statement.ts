@@ -7,9 +7,15 @@ import type { Op } from '../plan/ops.js'
 export interface Statement {
   readonly text: string
   readonly params: readonly (string | null)[]
+  /**
+   * The statement returns rows its caller reads, which drivers then deliver as arrays in
+   * select-list order (see returning.ts). Reads always come as arrays.
+   */
+  readonly returnsRows?: boolean
 }
 
 /** A statement of a flush, with the op it came from for results and error messages. */
 export interface WriteStatement extends Statement {
   readonly op: Op
+  readonly returnsRows: boolean
 }

@@ -2,13 +2,14 @@ import { setFlagsFromString } from 'node:v8'
 import type postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { flushwave, PostgresJsExecutor } from '../../src/index.js'
+import type { PostgresJsPort } from '../../src/drivers/postgres-js/executor.js'
 import { DEFAULT_LEDGER_TABLE, ledger } from '../../src/sql/render-ledger.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 
 /**
  * The postgres.js executor keeps its last flush's BEGIN, capture and COMMIT (see
- * PostgresJsExecutor.specimens), so that the hidden classes of postgres.js's query objects outlive a
+ * drivers/postgres-js/connection.ts, Specimens), so that the hidden classes of postgres.js's query objects outlive a
  * major GC. That covers a flush's statements only while, once answered, they have the capture's
  * hidden class: these tests ask V8 (%HaveSameMap).
  */
@@ -57,7 +58,7 @@ describe("the postgres.js executor's kept queries", () => {
     }
     // BEGIN, the capture, the author's insert, the books' (two rows: the array form), COMMIT.
     expect(made).toHaveLength(5)
-    const kept = (executor as unknown as { specimens: readonly object[] }).specimens
+    const kept = (executor.port as PostgresJsPort).specimens.queries
     expect(kept).toEqual([made[0], made[1], made[4]])
     for (const statement of made.slice(2, -1)) expect(sameHiddenClass(statement, kept[1]!)).toBe(true)
     // The check can fail: BEGIN and COMMIT go without parameters, a path of their own.

@@ -53,8 +53,8 @@ describe('docs/api.md', () => {
     const fields = [
       ['flushwave.ts', 'FlushwaveOptions'],
       ['flush/flush.ts', 'FlushResult'],
-      ['entity-manager/hooks.ts', 'Hooks'],
-      ['entity-manager/hooks.ts', 'EntityHooks'],
+      ['entity-manager/entity-manager.ts', 'Hooks'],
+      ['entity-manager/entity-manager.ts', 'EntityHooks'],
       ['entity-manager/retry.ts', 'RetryPolicy'],
       ['entity-manager/retry.ts', 'UnitOfWorkResult'],
     ].flatMap(([file, name]) => interfaceMembers(file!, name!))
@@ -67,7 +67,7 @@ describe('docs/api.md', () => {
     expect(builders.filter((name) => !new RegExp(`\\bt\\.${name}[<(]`).test(page))).toEqual([])
     const modifiers = [
       ...[Column, Timestamp, Id, ManyToOne].flatMap((c) => Object.getOwnPropertyNames(c.prototype).filter((n) => n !== 'constructor')),
-      ...interfaceMembers('entities/collection.ts', 'Collection'),
+      ...interfaceMembers('schema/infer.ts', 'Collection'),
     ]
     expect(modifiers).toEqual(expect.arrayContaining(['nullable', 'deferrable', 'defaultNow', 'add']))
     expect(modifiers.filter((name) => !page.includes(`.${name}(`) && !named.has(name))).toEqual([])

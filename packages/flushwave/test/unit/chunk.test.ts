@@ -10,7 +10,7 @@ describe('chunk', () => {
   it('splits an op into ops of at most maxRows rows, keeping columns aligned and order', () => {
     const plan = planFlush(
       { inserts: insertsOf([1, 2, 3, 4, 5].map((i) => ({ entity: Tag, id: String(i), values: [`t${i}`] }))), upserts: [], updates: [], deletes: [], linkAdds: [], linkRemoves: [] },
-      bookstore.insertOrder,
+      bookstore,
       [],
       2,
     )

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { planFlush } from '../../src/plan/planner.js'
 import { bigint, integer, numeric } from '../../src/schema/column-types.js'
-import { counterFields } from '../../src/schema/counters.js'
 import { renderPlan } from '../../src/sql/render-write.js'
 import { bookstore } from '../support/bookstore.js'
 
@@ -28,8 +27,8 @@ describe('adding deltas (pending increments of one property travel as one)', () 
   })
 
   it('counts only number columns, never the version or a reference', () => {
-    expect(counterFields(Book).map((f) => f.prop)).toEqual(['pages'])
-    expect(counterFields(Author).map((f) => f.prop)).toEqual(['rating'])
+    expect(Book.counters.map((f) => f.prop)).toEqual(['pages'])
+    expect(Author.counters.map((f) => f.prop)).toEqual(['rating'])
   })
 })
 
@@ -44,7 +43,7 @@ describe('an update with increments', () => {
         { entity: Book, id: '2', changed: new Map([[title, 'new']]) },
       ],
     },
-    bookstore.insertOrder,
+    bookstore,
   )
   const [statement] = renderPlan(plan)[0]!
 
@@ -64,7 +63,7 @@ describe('an update with increments', () => {
   })
 
   it('has the same text whatever the rows and columns changed', () => {
-    const other = planFlush({ ...empty, updates: [{ entity: Book, id: '9', changed: new Map([[title, 'x']]), increments: new Map([[pages, '1']]) }] }, bookstore.insertOrder)
+    const other = planFlush({ ...empty, updates: [{ entity: Book, id: '9', changed: new Map([[title, 'x']]), increments: new Map([[pages, '1']]) }] }, bookstore)
     expect(renderPlan(other)[0]![0]!.text).toBe(statement!.text)
   })
 })

@@ -74,6 +74,7 @@ describe('evidence of a commit', () => {
   const insert = (name: 'Seq' | 'Mine', ids: string[]): WriteStatement => ({
     text: 'insert …',
     params: [],
+    returnsRows: false,
     op: { kind: 'insert', entity: schema.entities.get(name)!, ids, columns: [] },
   })
 

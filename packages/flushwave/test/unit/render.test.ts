@@ -3,9 +3,11 @@ import { insertsOf, type LinkChange } from '../../src/plan/changes.js'
 import { tableOf } from '../../src/plan/ops.js'
 import { planFlush } from '../../src/plan/planner.js'
 import { arrayLiteral } from '../../src/sql/array-literal.js'
-import { EXACT_UPDATE_SHAPES, renderOp, renderPlan } from '../../src/sql/render-write.js'
+import { renderOp, renderPlan } from '../../src/sql/render-write.js'
+import { EXACT_UPDATE_SHAPES } from '../../src/sql/render-update.js'
 import { defineSchema, entity, t } from '../../src/index.js'
 import type { EntityMeta } from '../../src/schema/meta.js'
+import type { SchemaFacts } from '../../src/schema/derive.js'
 import { renderFind } from '../../src/sql/render-select.js'
 import { bookstore } from '../support/bookstore.js'
 import { bookstoreUuid } from '../support/bookstore-uuid.js'
@@ -47,7 +49,7 @@ describe('array literals', () => {
 describe('write statements', () => {
   it('render an insert whose text depends on whether it writes one row or more, never on how many', () => {
     const tags = (n: number) => Array.from({ length: n }, (_, i) => ({ entity: Tag, id: String(i + 1), values: [String.fromCharCode(97 + i)] }))
-    const [one, two, three] = [1, 2, 3].map((n) => renderPlan(planFlush({ ...empty, inserts: insertsOf(tags(n)) }, bookstore.insertOrder))[0]![0]!)
+    const [one, two, three] = [1, 2, 3].map((n) => renderPlan(planFlush({ ...empty, inserts: insertsOf(tags(n)) }, bookstore))[0]![0]!)
     expect(two!.text).toBe('insert into "tag" ("id", "name") select * from unnest($1::int8[], $2::text[])')
     expect(three!.text).toBe(two!.text)
     // Ids go bare (int8); text stays quoted.
@@ -61,7 +63,7 @@ describe('write statements', () => {
     const at = new Date('2026-11-22T18:30:00.123Z').getTime()
     const row = (id: string, time: number) => ({ entity: Author, id, values: ['Ann', null, '0', String(time)] })
     const [differ, share, one] = [[row('7', at), row('8', at + 1)], [row('7', at), row('8', at)], [row('7', at)]].map(
-      (inserts) => renderPlan(planFlush({ ...empty, inserts: insertsOf(inserts) }, bookstore.insertOrder))[0]![0]!,
+      (inserts) => renderPlan(planFlush({ ...empty, inserts: insertsOf(inserts) }, bookstore))[0]![0]!,
     )
     const decode = (x: string) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`
     expect(differ!.text).toBe(
@@ -86,7 +88,7 @@ describe('write statements', () => {
 
   it('render a one-row update and delete with scalar binds', () => {
     const statements = renderPlan(
-      planFlush({ ...empty, updates: [{ entity: Tag, id: '5', changed: new Map([[0, 'x']]) }], deletes: [{ entity: Tag, id: '6' }] }, bookstore.insertOrder),
+      planFlush({ ...empty, updates: [{ entity: Tag, id: '5', changed: new Map([[0, 'x']]) }], deletes: [{ entity: Tag, id: '6' }] }, bookstore),
     )[0]!
     const [update, remove] = (['update', 'delete'] as const).map((kind) => statements.find((s) => s.op.kind === kind))
     expect(update!.text).toBe('update "tag" set "name" = $2::text where "id" = $1::int8')
@@ -98,13 +100,13 @@ describe('write statements', () => {
   it("plans a table's updates in one UPDATE, or one per `after` pass in order when rows pass unique values on", () => {
     const row = (id: string, name: string, after?: number) => ({ entity: Tag, id, changed: new Map([[0, name]]), ...(after === undefined ? {} : { after }) })
     const ids = (updates: ReturnType<typeof row>[]) =>
-      planFlush({ ...empty, updates }, bookstore.insertOrder).waves[0]!.ops.map((op) => (op.kind === 'update' || op.kind === 'lock' ? `${op.kind} ${op.ids.join(',')}` : op.kind))
+      planFlush({ ...empty, updates }, bookstore).waves[0]!.ops.map((op) => (op.kind === 'update' || op.kind === 'lock' ? `${op.kind} ${op.ids.join(',')}` : op.kind))
     expect(ids([row('1', 'a'), row('2', 'b')])).toEqual(['update 1,2'])
     // 3 takes what 1 gives up, 1 what 2 gives up; 4 is on its own. Passes write rows out of id
     // order, so every row is locked first, in id order (10 after 9: by value, not as text).
     expect(ids([row('3', 'x', 2), row('1', 'y', 1), row('4', 'z'), row('2', 'w')])).toEqual(['lock 1,2,3,4', 'update 2,4', 'update 1', 'update 3'])
     expect(ids([row('10', 'x', 1), row('9', 'y')])).toEqual(['lock 9,10', 'update 9', 'update 10'])
-    const [lock] = renderPlan(planFlush({ ...empty, updates: [row('10', 'x', 1), row('9', 'y')] }, bookstore.insertOrder))[0]!
+    const [lock] = renderPlan(planFlush({ ...empty, updates: [row('10', 'x', 1), row('9', 'y')] }, bookstore))[0]!
     expect(lock).toMatchObject({
       text: 'select from unnest($1::int8[]) as a(k) join "tag" as x on x."id" = a.k order by a.k for no key update of x',
       params: ['{9,10}'],
@@ -112,7 +114,7 @@ describe('write statements', () => {
   })
 
   it('render a one-row update that names only the columns it sets, a shape per set of columns up to a bound per table', () => {
-    const one = (entity: EntityMeta, changed: [number, string][], order = bookstore.insertOrder) =>
+    const one = (entity: EntityMeta, changed: [number, string][], order: SchemaFacts = bookstore) =>
       renderPlan(planFlush({ ...empty, updates: [{ entity, id: '5', changed: new Map(changed) }] }, order))[0]![0]!
     const at = String(Date.parse('2026-11-22T18:30:00.123Z'))
     const both = one(Author, [[3, at], [0, 'Ann']])
@@ -131,7 +133,7 @@ describe('write statements', () => {
       last = one(
         wide,
         [0, 1, 2, 3, 4, 5, 6, 7].filter((i) => mask & (1 << i)).map((i) => [i, String(i)]),
-        Wide.insertOrder,
+        Wide,
       )
       texts.add(last.text)
     }
@@ -139,11 +141,11 @@ describe('write statements', () => {
     expect(last!.text).toBe(`update "wide" as t set ${[0, 1, 2, 3, 4, 5, 6, 7].map((i) => `"c${i}" = case when $${2 * i + 3}::bool then $${2 * i + 2}::int4 else t."c${i}" end`).join(', ')} where t."id" = $1::int8`)
     expect(last!.params).toEqual(['5', ...[0, 1, 2, 3, 4, 5, 6, 7].flatMap((i) => [String(i), 't'])])
     // A set seen before keeps its own text.
-    expect(one(wide, [[2, '9']], Wide.insertOrder).text).toBe('update "wide" set "c2" = $2::int4 where "id" = $1::int8')
+    expect(one(wide, [[2, '9']], Wide).text).toBe('update "wide" set "c2" = $2::int4 where "id" = $1::int8')
   })
 
   it('render a multi-row update that names the columns its rows set, flagged only where some rows do not', () => {
-    const update = (rows: [string, [number, string | null][]][], entity: EntityMeta = Author, order = bookstore.insertOrder) =>
+    const update = (rows: [string, [number, string | null][]][], entity: EntityMeta = Author, order: SchemaFacts = bookstore) =>
       renderPlan(planFlush({ ...empty, updates: rows.map(([id, changed]) => ({ entity, id, changed: new Map(changed) })) }, order))[0]![0]!
     const some = update([
       ['7', [[0, 'Ann']]],
@@ -186,7 +188,7 @@ describe('write statements', () => {
           ['6', [[columns[0]!, '9']]],
         ],
         wide,
-        Wide.insertOrder,
+        Wide,
       )
       texts.add(last.text)
     }
@@ -206,7 +208,7 @@ describe('write statements', () => {
           ['6', [[2, '2']]],
         ],
         wide,
-        Wide.insertOrder,
+        Wide,
       ).text,
     ).toBe('with d as (select a.* from unnest($1::int8[], $2::int4[]) as a(k, v3) join "wide" as x on x."id" = a.k order by a.k for no key update of x) update "wide" as t set "c2" = d.v3 from d where t."id" = d.k')
   })
@@ -216,7 +218,7 @@ describe('write statements', () => {
       renderPlan(
         planFlush(
           { ...empty, updates: times.map((time, i) => ({ entity: Author, id: String(7 + i), changed: new Map<number, string | null>(time === undefined ? [[0, 'Ann']] : [[3, String(time)]]) })) },
-          bookstore.insertOrder,
+          bookstore,
         ),
       )[0]![0]!
     const decode = (x: string) => `(timestamptz 'epoch' + (${x} / 1000) * interval '1 second' + (${x} % 1000) * interval '1 millisecond')`
@@ -254,7 +256,7 @@ describe('write statements', () => {
         ],
         linkRemoves: [{ link, owner: '3', target: '5' }],
       },
-      bookstore.insertOrder,
+      bookstore,
     )
     expect(plan.waves).toHaveLength(1)
     expect(plan.waves[0]!.ops.map((op) => `${op.kind} ${tableOf(op)}`)).toEqual([
@@ -285,7 +287,7 @@ describe('write statements', () => {
 
   it('insert links without a conflict clause only when every link has a new end', () => {
     const link = Book.manyToMany[0]!
-    const linkInsert = (linkAdds: LinkChange[]) => renderPlan(planFlush({ ...empty, linkAdds }, bookstore.insertOrder))[0]![0]!.text
+    const linkInsert = (linkAdds: LinkChange[]) => renderPlan(planFlush({ ...empty, linkAdds }, bookstore))[0]![0]!.text
     const fresh: LinkChange = { link, owner: '2', target: '5', fresh: true }
     expect(linkInsert([fresh])).toBe('insert into "book_tag" ("book_id", "tag_id") select * from unnest($1::int8[], $2::int8[])')
     // One link between rows that exist already may be in the table: the whole insert does nothing on a conflict.
@@ -293,7 +295,7 @@ describe('write statements', () => {
   })
 
   it('plan nothing for no changes', () => {
-    expect(planFlush(empty, bookstore.insertOrder).waves).toEqual([])
+    expect(planFlush(empty, bookstore).waves).toEqual([])
   })
 })
 
@@ -322,7 +324,7 @@ describe('lock order', () => {
     const update = (id: string) => ({ entity: Book, id, changed: new Map([[title, `t${id}`]]) })
     const plan = planFlush(
       { ...empty, updates: ['30', '4', '100', '-7', '-12'].map(update), deletes: ['10', '9', '2'].map((id) => ({ entity: Tag, id })) },
-      bookstore.insertOrder,
+      bookstore,
     )
     const ops = plan.waves[0]!.ops.filter((op) => op.kind === 'update' || op.kind === 'delete')
     // By value, as the server orders int8 ids (by text, '100' would come before '30').
@@ -339,7 +341,7 @@ describe('lock order', () => {
 
   it('orders uuid ids by their text, as the server orders uuids', () => {
     const uuids = ['0190a3c4-0000-7000-8000-00000000000b', '0190a3c4-0000-7000-8000-00000000000a', '018f0000-0000-7000-8000-000000000001']
-    const plan = planFlush({ ...empty, deletes: uuids.map((id) => ({ entity: UuidTag, id })) }, bookstoreUuid.insertOrder)
+    const plan = planFlush({ ...empty, deletes: uuids.map((id) => ({ entity: UuidTag, id })) }, bookstoreUuid)
     const op = plan.waves[0]!.ops.find((o) => o.kind === 'delete')
     expect(op && 'ids' in op && op.ids).toEqual([...uuids].sort())
   })

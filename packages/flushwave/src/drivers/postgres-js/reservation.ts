@@ -1,6 +1,7 @@
 import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
 import { endsSession, isServerError } from '../protocol/pg-error.js'
 import { withDeadline } from '../protocol/timeout.js'
+import { ReserveTimeout } from '../port.js'
 
 /** The few fields of postgres.js's internal connection object a reservation relies on. */
 interface Connection {
@@ -104,13 +105,5 @@ export async function afterStaleError<T>(run: () => Promise<T>): Promise<T> {
   } catch (error) {
     if (!(isServerError(error) && endsSession(error))) throw error
     return run()
-  }
-}
-
-/** No connection became free before the deadline. */
-export class ReserveTimeout extends Error {
-  override name = 'ReserveTimeout'
-  constructor() {
-    super('no connection became free before the deadline')
   }
 }

@@ -12,7 +12,7 @@ import {
   type StatementFailure,
 } from '../../errors.js'
 import { entityOf, tableOf, type Op } from '../../plan/ops.js'
-import { STALE_MARK } from '../../sql/render-write.js'
+import { STALE_MARK } from '../../sql/row-sets.js'
 import type { ServerError } from '../port.js'
 
 /**

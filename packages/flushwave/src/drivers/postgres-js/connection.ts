@@ -1,0 +1,135 @@
+import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
+import type { Statement } from '../../sql/statement.js'
+import { BEGIN, COMMIT, OPEN, ROLLBACK, type Answer, type Connection, type Sent } from '../port.js'
+import { newShapes, pipelineRoundTrips } from './cold-shapes.js'
+import { prepareInline } from './inline-prepare.js'
+import type { Reservation } from './reservation.js'
+import { withoutLeadingHoles } from './sparse-rows.js'
+
+/**
+ * Parameters go as `unknown` (OID 705), as node-postgres sends them: the server takes each one's
+ * type from the cast beside it (`$1::int8[]`) and reads the text once, with that type's input
+ * function; typed `text`, each would be converted again. postgres.js keeps a non-zero type as given
+ * and has no serializer for 705, so the string is sent as it is.
+ */
+const UNKNOWN_OID = 705
+
+/** The protocol's statements without parameters, which postgres.js sends by a path of its own. */
+const PLAIN = new Set([BEGIN, COMMIT, ROLLBACK, OPEN])
+
+/** A statement as a postgres.js query, rows as arrays when `arrays`. */
+export function run(sql: Sql | ReservedSql, statement: Statement, arrays: boolean, options?: object): PendingQuery<Row[]> {
+  if (PLAIN.has(statement)) return sql.unsafe<Row[]>(statement.text, [], options)
+  const params: unknown[] = []
+  for (const p of statement.params) params.push(sql.typed(p as never, UNKNOWN_OID))
+  // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
+  // Every parameter is typed here, so a new shape needs no describe wait (inline-prepare.ts).
+  const query = prepareInline(sql.unsafe<Row[]>(statement.text, params as never[], { prepare: true, ...options }))
+  return arrays ? (query.values() as unknown as PendingQuery<Row[]>) : query
+}
+
+/**
+ * The last flush's BEGIN, capture and COMMIT, kept (a few hundred bytes) for their hidden classes:
+ * postgres.js gives a query most of its properties as it builds and answers it, so its classes are
+ * reached by transitions, which V8 frees in a major GC once no query has them, and the next flush
+ * would then meet new classes that postgres.js's code re-learns. A flush's statements take the same
+ * transitions as its capture, so these three keep all of them.
+ */
+export interface Specimens {
+  queries: readonly object[]
+}
+
+/** What a reserved connection tells its pool's port. */
+export interface PoolEvents {
+  readonly specimens: Specimens
+  /** A connection was cut: the pool may have to reconnect. */
+  cut(): void
+  /** A connection went back whole: the server is reachable. */
+  released(): void
+}
+
+/** A reserved connection of the pool: one flush's, or one warm-up's. */
+export class ReservedConnection implements Connection {
+  private first: PendingQuery<Row[]> | undefined
+
+  constructor(
+    private readonly reservation: Reservation,
+    private readonly pool: PoolEvents,
+  ) {}
+
+  async send(statements: readonly Statement[]): Promise<Sent> {
+    const queries: PendingQuery<Row[]>[] = []
+    for (const s of statements) {
+      // The reservation's first query hands over its connection object (Reservation.tracking).
+      const query = run(this.reservation.sql, s, s.returnsRows === true, this.first ? undefined : this.reservation.tracking)
+      this.first ??= query
+      queries.push(query)
+    }
+    const settled = settle(queries, this.reservation.gone) // sends them, in order
+    for (let i = 0; i < statements.length; i++) {
+      if (statements[i] === BEGIN) this.pool.specimens.queries = [queries[i]!, queries[i + 1]!]
+      if (statements[i] === COMMIT) this.pool.specimens.queries = [...this.pool.specimens.queries, queries[i]!]
+    }
+    return { settled: await settled, roundTrips: pipelineRoundTrips(queries), coldStatements: newShapes(queries) }
+  }
+
+  cut(): void {
+    this.pool.cut()
+    this.reservation.terminate()
+  }
+
+  get usable(): boolean {
+    return this.reservation.usable
+  }
+
+  pid(): number | undefined {
+    return this.first && this.reservation.pidOf(this.first)
+  }
+
+  release(broken: boolean): void {
+    this.reservation.release()
+    if (!broken) this.pool.released()
+  }
+}
+
+/** The connection of a transaction the application holds (`sql.begin`): it is not the protocol's to cut or give back. */
+export class TransactionConnection implements Connection {
+  readonly usable = true
+
+  constructor(private readonly sql: Sql) {}
+
+  async send(statements: readonly Statement[]): Promise<Sent> {
+    const queries = statements.map((s) => run(this.sql, s, s.returnsRows === true))
+    return { settled: await settle(queries, NEVER), roundTrips: pipelineRoundTrips(queries), coldStatements: newShapes(queries) }
+  }
+
+  cut(): void {}
+
+  pid(): undefined {
+    return undefined
+  }
+
+  release(): void {}
+}
+
+const NEVER = new Promise<void>(() => undefined)
+
+/**
+ * Every query's answer, or, once the connection is gone, what had settled by then (undefined for
+ * the rest). postgres.js rejects the queries it sent when a connection closes, but not those it
+ * held back behind a describe: waiting for all of them could take forever.
+ */
+async function settle(queries: readonly PendingQuery<Row[]>[], gone: Promise<void>): Promise<(PromiseSettledResult<Answer> | undefined)[]> {
+  const results: (PromiseSettledResult<Answer> | undefined)[] = queries.map(() => undefined)
+  const all = Promise.all(
+    queries.map((query, i) =>
+      query.then(
+        (value) => void (results[i] = { status: 'fulfilled', value: { command: value.command, rowCount: value.count, rows: withoutLeadingHoles(value) } }),
+        (reason: unknown) => void (results[i] = { status: 'rejected', reason }),
+      ),
+    ),
+  )
+  // After the close, give the rejections postgres.js is delivering a turn of the event loop to land.
+  await Promise.race([all, gone.then(() => new Promise((resolve) => setImmediate(resolve)))])
+  return results
+}

@@ -1,0 +1,82 @@
+import { FlushTimeoutError, FlushwaveError } from '../../errors.js'
+import type { Ledger } from '../../sql/render-ledger.js'
+import { readNextIds, renderNextIds, type IdBlocks, type IdRequest } from '../../sql/render-ids.js'
+import type { Statement, WriteStatement } from '../../sql/statement.js'
+import type { CarriedIds, Executor, QueryEvent, WarmUp, WriteOutcome } from '../executor.js'
+import type { Port } from '../port.js'
+import { Capture } from './capture.js'
+import { lost } from './failures.js'
+import { endsSession, flushError, isServerError } from './pg-error.js'
+import { read } from './reads.js'
+import { DEFAULT_FLUSH_TIMEOUT_MS, withDeadline } from './timeout.js'
+import { warmUpPort } from './warm-up.js'
+import { writeFlush, writeInTransaction, type WriteContext } from './write.js'
+
+export interface ExecutorOptions {
+  readonly onQuery?: (event: QueryEvent) => void
+  /** Longest a flush may take, from taking a connection to COMMIT (default 30 s). */
+  readonly timeoutMs?: number
+  /** The outcome ledger each flush writes its token to (see sql/render-ledger.ts); none: undefined. */
+  readonly ledger?: Ledger | undefined
+}
+
+/**
+ * The one Executor: the flush protocol (write.ts), reads, id allocation, warm-ups and transactions,
+ * over any driver's Port. Each executor Flushwave ships is this class over its driver's port.
+ */
+export class PipelineExecutor implements Executor {
+  private readonly context: WriteContext
+
+  constructor(
+    readonly port: Port,
+    private readonly options: ExecutorOptions = {},
+  ) {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
+    this.context = { port, capture: new Capture(options.ledger, timeoutMs), timeoutMs, emit: (phase, statement) => this.emit(phase, statement) }
+  }
+
+  async read(statement: Statement): Promise<unknown[][]> {
+    this.emit('read', statement)
+    const result = await read(() => this.port.query(statement), { retry: !this.port.inTransaction, timeoutMs: this.context.timeoutMs })
+    return result.rows
+  }
+
+  async nextIds(requests: readonly IdRequest[]): Promise<IdBlocks> {
+    const statement = renderNextIds(requests)
+    this.emit('allocate', statement)
+    const timeoutMs = this.context.timeoutMs
+    const abort = new AbortController()
+    const result = await withDeadline(this.port.query(statement, abort.signal), performance.now() + timeoutMs, () => {
+      abort.abort()
+      return new FlushTimeoutError(`flush timed out after ${timeoutMs} ms allocating ids; nothing was written`, 'rolled-back')
+    }).catch((error: unknown) => {
+      // Taking ids writes nothing a flush could lose: whatever failed here, nothing was committed.
+      throw error instanceof FlushwaveError || (isServerError(error) && !endsSession(error)) ? error : lost(error, 'rolled-back', undefined)
+    })
+    return { ids: readNextIds(requests, result.rows), roundTrips: result.roundTrips }
+  }
+
+  warmUp(statements: readonly Statement[], ids: readonly IdRequest[] = []): Promise<WarmUp> {
+    if (this.port.inTransaction) throw new FlushwaveError('warm up outside of transactions')
+    return warmUpPort(this.port, this.context.capture, statements, ids)
+  }
+
+  transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T> {
+    if (this.port.inTransaction) throw new FlushwaveError('transactions do not nest: already inside em.transaction()')
+    return this.port.transaction((port) => fn(new PipelineExecutor(port, this.options))).catch((error: unknown) => {
+      // A failure at COMMIT (a serialization conflict, a deferred constraint) is the server's too.
+      if (!isServerError(error)) throw error
+      // The session ended instead of answering: whether COMMIT got through cannot be told here.
+      if (endsSession(error)) throw lost(error, 'unknown', undefined)
+      throw flushError((this.port.serverError ?? ((e) => e))(error), undefined, error)
+    })
+  }
+
+  write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome> {
+    return this.port.inTransaction ? writeInTransaction(this.context, waves) : writeFlush(this.context, waves, ids)
+  }
+
+  private emit(phase: QueryEvent['phase'], statement: Statement): void {
+    this.options.onQuery?.({ phase, text: statement.text, params: statement.params })
+  }
+}

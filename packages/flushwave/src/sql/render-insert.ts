@@ -1,0 +1,65 @@
+import type { InsertOp } from '../plan/ops.js'
+import type { Text, UpsertSpec } from '../plan/changes.js'
+import { upsertColumns } from './returning.js'
+import type { EntityMeta } from '../schema/meta.js'
+import { arrayLiteral } from './array-literal.js'
+import { cached, decoded, isDecoded, scalarText, sharedField, wireType, writesOneRow } from './write-values.js'
+
+/** INSERT statements: one row with scalar binds, many rows through `unnest`, upserts with their conflict clause. */
+
+export function renderInsert(op: InsertOp, shared: readonly Text[] | undefined) {
+  const e = op.entity
+  if (writesOneRow(op)) {
+    const params: (string | null)[] = [op.ids[0]!]
+    for (let i = 0; i < op.columns.length; i++) params.push(scalarText(e.fields[i]!, op.columns[i]![0] ?? null))
+    return { text: cached(e, 'insert-one', () => insertOneText(e)), params }
+  }
+  const params: Text[] = [arrayLiteral(op.ids, e.id.type.sqlType)]
+  for (let i = 0; i < op.columns.length; i++) {
+    const f = e.fields[i]!
+    params.push(sharedField(f, shared) ? scalarText(f, shared![i] ?? null) : arrayLiteral(op.columns[i]!, wireType(f)))
+  }
+  const select = () => unnestSelect(e, shared !== undefined)
+  if (op.upsert === undefined) return { text: cached(e, shared ? 'insert-shared' : 'insert', () => `insert into ${e.quotedTable} (${columnNames(e)}) ${select()}`), params }
+  return { text: `insert into ${e.quotedTable} as t (${columnNames(e)}) ${select()} ${onConflict(e, op.upsert)}`, params }
+}
+
+const columnNames = (e: EntityMeta): string => [e.id.quoted, ...e.fields.map((f) => f.quoted)].join(', ')
+
+/** `where … is not null`: run with nulls (warm-up prepares shapes by running them) it inserts nothing. */
+function insertOneText(e: EntityMeta): string {
+  const id = `$1::${e.id.type.sqlType}`
+  const values = [id, ...e.fields.map((f, i) => `$${i + 2}::${f.type.sqlType}`)]
+  return `insert into ${e.quotedTable} (${columnNames(e)}) select ${values.join(', ')} where ${id} is not null`
+}
+
+/** Field i's parameter is $(i + 2); in the shared form, a decoded field's is a scalar, read once (sharedDecoded). */
+function unnestSelect(e: EntityMeta, shared: boolean): string {
+  const arrays = [`$1::${e.id.type.sqlType}[]`]
+  const names = ['c0']
+  const values = ['d.c0']
+  e.fields.forEach((f, i) => {
+    if (shared && isDecoded(f)) {
+      values.push(`$${i + 2}::${f.type.sqlType}`)
+    } else {
+      arrays.push(`$${i + 2}::${wireType(f)}[]`)
+      names.push(`c${i + 1}`)
+      values.push(decoded(f, `d.c${i + 1}`))
+    }
+  })
+  // Columns that travel in another type are decoded by name; without any, the rows pass through.
+  if (!e.fields.some((f) => f.type.wire)) return `select * from unnest(${arrays.join(', ')})`
+  return `select ${values.join(', ')} from unnest(${arrays.join(', ')}) as d(${names.join(', ')})`
+}
+
+/**
+ * An upsert: on a conflict over its key, the existing row takes the given fields (and advances its
+ * version, unchecked); with none given, a no-op update, so that the row still comes back. Every
+ * row written returns its id and every column, as text where a driver could parse it otherwise.
+ */
+function onConflict(e: EntityMeta, spec: UpsertSpec): string {
+  const key = spec.key === 'id' ? [e.id.quoted] : spec.key.map((f) => f.quoted)
+  const sets = spec.update.length > 0 ? spec.update.map((f) => `${f.quoted} = excluded.${f.quoted}`) : [`${key[0]} = excluded.${key[0]}`]
+  if (e.version) sets.push(`${e.version.quoted} = t.${e.version.quoted} + 1`)
+  return `on conflict (${key.join(', ')}) do update set ${sets.join(', ')} returning ${upsertColumns(e)}`
+}
