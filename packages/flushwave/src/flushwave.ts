@@ -1,4 +1,5 @@
 import { NodePostgresExecutor } from './drivers/node-postgres/executor.js'
+import { PGliteExecutor, type PGliteLike } from './drivers/pglite/executor.js'
 import type { PgPool } from './drivers/node-postgres/pg-client.js'
 import { knexSource, poolSource, type KnexLike } from './drivers/node-postgres/pg-source.js'
 import { FlushwaveError, SchemaMismatchError, type SchemaDifference } from './errors.js'
@@ -26,6 +27,11 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly pg?: PgPool
   /** Your knex instance (`client: 'pg'`): flushes pipeline on a connection of its pool, inside your knex transaction when you pass one. */
   readonly knex?: KnexLike
+  /**
+   * Your PGlite instance (`@electric-sql/pglite`): PostgreSQL in WebAssembly, in this process. A
+   * flush runs inside PGlite's own transaction, which holds its other queries back until COMMIT.
+   */
+  readonly pglite?: PGliteLike
   /** Any other executor. */
   readonly executor?: Executor
   /** Called with every statement and its parameters, for debugging. */
@@ -81,13 +87,15 @@ export class Flushwave<D extends SchemaDefs> {
       ...(table === false ? {} : { ledger: ledger(table) }),
     }
     this.ledgerTable = settings.ledger?.table
-    const given = [options.sql, options.pg, options.knex, options.executor].filter((x) => x !== undefined).length
-    if (given !== 1) throw new FlushwaveError('flushwave() takes exactly one of `sql` (postgres.js), `pg` (a pg.Pool), `knex` or `executor`')
+    const given = [options.sql, options.pg, options.knex, options.pglite, options.executor].filter((x) => x !== undefined).length
+    if (given !== 1) throw new FlushwaveError('flushwave() takes exactly one of `sql` (postgres.js), `pg` (a pg.Pool), `knex`, `pglite` or `executor`')
     this.executor =
       options.executor ??
       (options.sql
         ? new PostgresJsExecutor(options.sql, settings)
-        : new NodePostgresExecutor(options.pg ? poolSource(options.pg) : knexSource(options.knex!), settings))
+        : options.pglite
+          ? new PGliteExecutor(options.pglite, settings)
+          : new NodePostgresExecutor(options.pg ? poolSource(options.pg) : knexSource(options.knex!), settings))
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
     this.hiddenClasses = [this.em(), new UnitOfWork().keepHiddenClasses(this.schema.entities.values())]
   }

@@ -16,6 +16,7 @@ export type { CarriedIds, Executor, QueryEvent, Recovery, WarmUp, WriteOutcome }
 export type { WarmUpResult } from './flush/warm-up.js'
 export { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js/executor.js'
 export { NodePostgresExecutor } from './drivers/node-postgres/executor.js'
+export { PGliteExecutor, type PGliteLike, type PGliteTransactionLike } from './drivers/pglite/executor.js'
 export type { PgPool, PgPoolClient, PgClient, PgResult } from './drivers/node-postgres/pg-client.js'
 export type { KnexLike } from './drivers/node-postgres/pg-source.js'
 export { noDelaySocket, tcpNoDelay, type SocketTarget } from './drivers/postgres-js/no-delay-socket.js'

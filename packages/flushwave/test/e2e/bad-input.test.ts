@@ -13,7 +13,7 @@ import {
   type EntityOf,
 } from '../../src/index.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { EXECUTORS } from '../support/executors.js'
+import { ALL_EXECUTORS } from '../support/executors.js'
 
 /**
  * Bad input, case by case, against a real PostgreSQL. Every case ends one of three ways:
@@ -903,7 +903,7 @@ const literal: readonly Literal[] = [
 ]
 
 // Every case, once per executor: each on a fresh schema, so the row counts start from the fixtures.
-describe.each(EXECUTORS)('%s', (executor) => {
+describe.each(ALL_EXECUTORS)('%s', (executor) => {
   beforeAll(async () => {
     tried = 0
     db = await testDatabase(schema, { name: 'badinput', executor })

@@ -2,10 +2,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SchemaMismatchError } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { EXECUTORS } from '../support/executors.js'
+import { ALL_EXECUTORS } from '../support/executors.js'
 
 /** orm.checkSchema() against the live catalog, through every executor: a match, then one of each difference. */
-describe.each(EXECUTORS)('checkSchema through %s', (executor) => {
+describe.each(ALL_EXECUTORS)('checkSchema through %s', (executor) => {
   let db: TestDatabase<typeof bookstore.defs>
   beforeEach(async () => {
     db = await testDatabase(bookstore, { name: 'check', executor })

@@ -16,6 +16,7 @@ import {
   type Flushwave,
   type FlushResult,
 } from '../../src/index.js'
+import { openPGlite, pgliteSql } from '../support/pglite.js'
 
 /** One schema with every feature the executors must agree on. */
 const schema = defineSchema({
@@ -98,7 +99,7 @@ async function dump(sql: postgres.Sql): Promise<unknown> {
   return out
 }
 
-const executors = ['postgres.js', 'node-postgres', 'knex'] as const
+const executors = ['postgres.js', 'node-postgres', 'knex', 'pglite'] as const
 const states = new Map<string, unknown>()
 const resultsBy = new Map<string, FlushResult[]>()
 const closers: (() => Promise<void>)[] = []
@@ -141,6 +142,16 @@ async function isolated(name: string) {
 
 beforeAll(async () => {
   for (const name of executors) {
+    if (name === 'pglite') {
+      // In-process: a database of its own, nothing of PgBouncer or the network in between.
+      const lite = await openPGlite()
+      const sql = pgliteSql(lite)
+      for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
+      resultsBy.set(name, await story(flushwave({ schema, pglite: lite })))
+      states.set(name, await dump(sql))
+      closers.push(() => lite.close())
+      continue
+    }
     const db = await isolated(name.replace(/[^a-z]/g, ''))
     const sql = postgres(db.url, { ...tcpNoDelay, max: 2, onnotice: () => {}, ...db.sqlOptions })
     for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
@@ -163,9 +174,10 @@ afterAll(async () => {
 })
 
 describe('executor conformance', () => {
-  it('postgres.js, node-postgres and knex leave identical database state after the same story', () => {
+  it('postgres.js, node-postgres, knex and PGlite leave identical database state after the same story', () => {
     expect(states.get('node-postgres')).toEqual(states.get('postgres.js'))
     expect(states.get('knex')).toEqual(states.get('postgres.js'))
+    expect(states.get('pglite')).toEqual(states.get('postgres.js'))
     const state = states.get('knex') as Record<string, unknown[]>
     expect(state.author).toHaveLength(1) // ann cascaded away, bob stays, ghost rolled back
     expect(state.book).toHaveLength(1)

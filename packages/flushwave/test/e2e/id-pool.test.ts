@@ -4,7 +4,7 @@ import { runInNewContext } from 'node:vm'
 import { flushwave, UniqueViolationError } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { EXECUTORS } from '../support/executors.js'
+import { ALL_EXECUTORS } from '../support/executors.js'
 
 /**
  * The example's checkout under a burst, from a fresh start: many flushes find the id pool empty at
@@ -104,7 +104,7 @@ describe('pooled sequences', () => {
   })
 })
 
-describe.each(EXECUTORS)('a refill carried by a flush on %s', (executor) => {
+describe.each(ALL_EXECUTORS)('a refill carried by a flush on %s', (executor) => {
   it('lands also when the flush fails: its ids are not lost, and nothing fetches them again', async () => {
     const own = await testDatabase(bookstore, { name: 'carried', executor })
     try {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { defineSchema, entity, EntityStateError, flushwave, OptimisticLockError, t, UniqueViolationError } from '../../src/index.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { EXECUTORS } from '../support/executors.js'
+import { ALL_EXECUTORS } from '../support/executors.js'
 
 /**
  * Ids at create: a new sequence-id entity takes its id from the process's id pool when `create`
@@ -17,7 +17,7 @@ const schema = defineSchema({
 let db: TestDatabase<typeof schema.defs>
 const allocations = () => db.queries.filter((q) => q.phase === 'allocate')
 
-describe.each(EXECUTORS)('ids at create through %s', (executor) => {
+describe.each(ALL_EXECUTORS)('ids at create through %s', (executor) => {
   beforeAll(async () => {
     db = await testDatabase(schema, { name: 'ids_at_create', max: 2, executor })
   })

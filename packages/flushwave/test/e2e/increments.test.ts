@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { CheckViolationError, defineSchema, entity, flushwave, OptimisticLockError, t } from '../../src/index.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { EXECUTORS } from '../support/executors.js'
+import { ALL_EXECUTORS } from '../support/executors.js'
 
 /**
  * Atomic counters: `em.increment` sends `col = col + delta` inside the row's one UPDATE, in the
@@ -23,7 +23,7 @@ let db: TestDatabase<typeof schema.defs>
 
 const updates = () => db.writes().filter((q) => q.text.includes('update '))
 
-describe.each(EXECUTORS)('atomic counters through %s', (executor) => {
+describe.each(ALL_EXECUTORS)('atomic counters through %s', (executor) => {
   beforeAll(async () => {
     db = await testDatabase(schema, { name: 'counters', max: 4, executor })
     await db.sql`alter table product add constraint product_stock_check check (stock >= 0)`

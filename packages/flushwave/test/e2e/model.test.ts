@@ -35,7 +35,7 @@ import {
 } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { EXECUTORS } from '../support/executors.js'
+import { ALL_EXECUTORS } from '../support/executors.js'
 
 const RUNS = Number(process.env.MODEL_RUNS ?? 40)
 const LENGTH = Number(process.env.MODEL_LENGTH ?? 25)
@@ -1339,7 +1339,7 @@ async function runSequence(start: Setup, ops: readonly Op[]): Promise<void> {
 }
 
 // The same random sequences (same seed) through every executor, each on a fresh schema.
-describe.each(EXECUTORS)('%s', (executor) => {
+describe.each(ALL_EXECUTORS)('%s', (executor) => {
   beforeAll(async () => {
     db = await testDatabase(bookstore, { name: 'model', max: 2, executor })
     for (const key of Object.keys(counters) as (keyof typeof counters)[]) counters[key] = 0

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { defineSchema, entity, t, UniqueViolationError, type EntityManager } from '../../src/index.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { EXECUTORS } from '../support/executors.js'
+import { ALL_EXECUTORS } from '../support/executors.js'
 
 /**
  * Replace by key: a flush that removes an entity and writes another with the same unique value (or
@@ -29,7 +29,7 @@ const written = () =>
     return lock ? `lock ${lock[1]}` : q.text.slice(0, 30)
   })
 
-describe.each(EXECUTORS)('replace by key through %s', (executor) => {
+describe.each(ALL_EXECUTORS)('replace by key through %s', (executor) => {
   beforeAll(async () => {
     db = await testDatabase(schema, { name: 'replace', max: 2, executor })
   })

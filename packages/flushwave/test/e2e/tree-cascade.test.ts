@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { defineSchema, entity, EntityStateError, flushwave, OptimisticLockError, t, type EntityManager } from '../../src/index.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { EXECUTORS } from '../support/executors.js'
+import { ALL_EXECUTORS } from '../support/executors.js'
 
 /**
  * Self-references that cascade: deleting a node deletes the tree below it, planned by Flushwave
@@ -37,7 +37,7 @@ const written = () =>
   })
 const names = async (table: string) => (await db.sql.unsafe(`select name from ${table} order by name`)).map((r) => r.name as string)
 
-describe.each(EXECUTORS)('cascading trees through %s', (executor) => {
+describe.each(ALL_EXECUTORS)('cascading trees through %s', (executor) => {
   beforeAll(async () => {
     db = await testDatabase(schema, { name: 'tree_cascade', max: 2, executor })
     // Plain foreign keys: only what Flushwave deletes (or unlinks) itself is gone.

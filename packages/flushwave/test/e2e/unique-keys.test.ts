@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { defineSchema, entity, t, UniqueViolationError } from '../../src/index.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { EXECUTORS } from '../support/executors.js'
+import { ALL_EXECUTORS } from '../support/executors.js'
 
 const shop = defineSchema({
   Order: entity('order', { id: t.id(), number: t.text().unique(), lines: t.oneToMany('Line', 'order') }),
@@ -9,7 +9,7 @@ const shop = defineSchema({
 })
 let db: TestDatabase<typeof shop.defs>
 
-describe.each(EXECUTORS)('unique keys over several columns through %s', (executor) => {
+describe.each(ALL_EXECUTORS)('unique keys over several columns through %s', (executor) => {
   beforeAll(async () => {
     db = await testDatabase(shop, { name: 'uniquekeys', max: 2, executor })
   })

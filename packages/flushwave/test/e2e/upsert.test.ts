@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { defineSchema, entity, EntityStateError, InvalidValueError, t } from '../../src/index.js'
 import { IdentityMap } from '../../src/entities/identity-map.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
-import { EXECUTORS } from '../support/executors.js'
+import { ALL_EXECUTORS } from '../support/executors.js'
 
 /**
  * `em.upsert`: an INSERT … ON CONFLICT (key) DO UPDATE … RETURNING in the flush's one pipeline,
@@ -19,7 +19,7 @@ const schema = defineSchema({
 let db: TestDatabase<typeof schema.defs>
 const writes = () => db.writes().map((q) => q.text)
 
-describe.each(EXECUTORS)('em.upsert through %s', (executor) => {
+describe.each(ALL_EXECUTORS)('em.upsert through %s', (executor) => {
   beforeAll(async () => {
     db = await testDatabase(schema, { name: 'upsert', max: 2, executor })
   })

@@ -3,7 +3,8 @@ import type {} from 'devdb/vitest' // types inject('databaseUrl')
 import postgres from 'postgres'
 import { inject } from 'vitest'
 import { createTablesSql, flushwave, tcpNoDelay, type Flushwave, type QueryEvent, type Schema, type SchemaDefs } from '../../src/index.js'
-import { openExecutor, type ExecutorName } from './executors.js'
+import { openExecutor, type AnyExecutorName } from './executors.js'
+import { openPGlite, pgliteSql } from './pglite.js'
 
 export interface TestDatabase<D extends SchemaDefs> {
   /** postgres.js on the test schema, for the assertions' own SQL (whatever executor `orm` uses). */
@@ -18,12 +19,13 @@ export interface TestDatabase<D extends SchemaDefs> {
 
 /**
  * A fresh PostgreSQL schema with the tables of `schema`, and a Flushwave on a pool of `max` (1)
- * connections through `executor` (postgres.js unless told).
+ * connections through `executor` (postgres.js unless told); for PGlite, a fresh PGlite database.
  */
 export async function testDatabase<D extends SchemaDefs>(
   schema: Schema<D>,
-  options: { url?: string; max?: number; name?: string; prepare?: boolean; executor?: ExecutorName } = {},
+  options: { url?: string; max?: number; name?: string; prepare?: boolean; executor?: AnyExecutorName } = {},
 ): Promise<TestDatabase<D>> {
+  if (options.executor === 'pglite') return pgliteDatabase(schema)
   const url = options.url ?? inject('databaseUrl')
   const ns = await createTestSchema(inject('databaseUrl'), options.name ?? 'fw')
   const sql = postgres(url, { ...tcpNoDelay, max: options.max ?? 1, ...(options.prepare === undefined ? {} : { prepare: options.prepare }), onnotice: () => {}, ...searchPathOptions(ns.name) })
@@ -46,4 +48,14 @@ export async function testDatabase<D extends SchemaDefs>(
       await ns.drop()
     },
   }
+}
+
+/** The same on a fresh in-memory PGlite: the test's own SQL and the flushes share its one connection. */
+async function pgliteDatabase<D extends SchemaDefs>(schema: Schema<D>): Promise<TestDatabase<D>> {
+  const db = await openPGlite()
+  const sql = pgliteSql(db)
+  for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
+  const queries: QueryEvent[] = []
+  const orm = flushwave({ schema, pglite: db, onQuery: (e) => void queries.push(e) })
+  return { sql, orm, queries, writes: () => queries.filter((q) => q.phase === 'write'), close: () => db.close() }
 }

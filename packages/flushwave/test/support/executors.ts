@@ -4,9 +4,16 @@ import postgres from 'postgres'
 import { afterStaleError } from '../../src/drivers/postgres-js/reservation.js'
 import { flushwave, tcpNoDelay, type Flushwave, type FlushwaveOptions, type Schema, type SchemaDefs } from '../../src/index.js'
 
-/** Every executor Flushwave ships; suites that hold for all of them run once per name. */
+/** Every executor Flushwave ships on a network driver; suites that hold for all of them run once per name. */
 export const EXECUTORS = ['postgres.js', 'node-postgres', 'knex'] as const
 export type ExecutorName = (typeof EXECUTORS)[number]
+
+/**
+ * The network executors and PGlite (in-process): suites that need neither the network nor a second
+ * connection at the same time run on all of them (see support/pglite.ts).
+ */
+export const ALL_EXECUTORS = [...EXECUTORS, 'pglite'] as const
+export type AnyExecutorName = (typeof ALL_EXECUTORS)[number]
 
 export interface OpenedExecutor<D extends SchemaDefs> {
   readonly orm: Flushwave<D>
