@@ -15,16 +15,16 @@ import { withoutLeadingHoles } from './sparse-rows.js'
 const UNKNOWN_OID = 705
 
 /** The protocol's statements without parameters, which postgres.js sends by a path of its own. */
-const PLAIN = new Set([BEGIN, COMMIT, ROLLBACK, OPEN])
+const plain = (s: Statement): boolean => s === BEGIN || s === COMMIT || s === ROLLBACK || s === OPEN
 
 /** A statement as a postgres.js query, rows as arrays when `arrays`. */
 export function run(sql: Sql | ReservedSql, statement: Statement, arrays: boolean, options?: object): PendingQuery<Row[]> {
-  if (PLAIN.has(statement)) return sql.unsafe<Row[]>(statement.text, [], options)
+  if (plain(statement)) return sql.unsafe<Row[]>(statement.text, [], options)
   const params: unknown[] = []
   for (const p of statement.params) params.push(sql.typed(p as never, UNKNOWN_OID))
   // unsafe() does not prepare unless asked; a global `prepare: false` (PgBouncer) still wins.
   // Every parameter is typed here, so a new shape needs no describe wait (inline-prepare.ts).
-  const query = prepareInline(sql.unsafe<Row[]>(statement.text, params as never[], { prepare: true, ...options }))
+  const query = prepareInline(sql.unsafe<Row[]>(statement.text, params as never[], options ? { prepare: true, ...options } : { prepare: true }))
   return arrays ? (query.values() as unknown as PendingQuery<Row[]>) : query
 }
 

@@ -32,7 +32,7 @@ export class PipelineExecutor implements Executor {
     private readonly options: ExecutorOptions = {},
   ) {
     const timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
-    this.context = { port, capture: new Capture(options.ledger, timeoutMs), timeoutMs, emit: (phase, statement) => this.emit(phase, statement) }
+    this.context = { port, capture: new Capture(options.ledger, timeoutMs), timeoutMs, onQuery: options.onQuery }
   }
 
   async read(statement: Statement): Promise<unknown[][]> {

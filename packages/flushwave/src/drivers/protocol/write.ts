@@ -3,7 +3,7 @@ import type { Op } from '../../plan/ops.js'
 import { renderEvidence } from '../../sql/render-evidence.js'
 import { renderNextIds } from '../../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../../sql/statement.js'
-import type { CarriedIds, WriteOutcome } from '../executor.js'
+import type { CarriedIds, QueryEvent, WriteOutcome } from '../executor.js'
 import { BEGIN, COMMIT, ROLLBACK, ReserveTimeout, type Answer, type Connection, type Port, type ServerError } from '../port.js'
 import { batches } from './batches.js'
 import type { Capture } from './capture.js'
@@ -17,7 +17,7 @@ export interface WriteContext {
   readonly port: Port
   readonly capture: Capture
   readonly timeoutMs: number
-  readonly emit: (phase: 'write' | 'allocate', statement: Statement) => void
+  readonly onQuery: ((event: QueryEvent) => void) | undefined
 }
 
 const sameError = (error: ServerError): ServerError => error
@@ -67,7 +67,7 @@ export async function writeFlush(ctx: WriteContext, waves: readonly (readonly Wr
       const last = index === pipelines.length - 1
       const pipeline: Statement[] = first ? [BEGIN, captured.statement] : []
       for (const s of batch.statements) {
-        ctx.emit('write', s)
+        ctx.onQuery?.({ phase: 'write', text: s.text, params: s.params })
         pipeline.push(s)
       }
       if (last) pipeline.push(COMMIT)
@@ -75,7 +75,7 @@ export async function writeFlush(ctx: WriteContext, waves: readonly (readonly Wr
       const commitAt = pipeline.length - 1
       // After COMMIT, outside the transaction: its answer comes whatever became of the flush.
       if (last && idStatement) {
-        ctx.emit('allocate', idStatement)
+        ctx.onQuery?.({ phase: 'allocate', text: idStatement.text, params: idStatement.params })
         pipeline.push(idStatement)
       }
       const sent = await connection.send(pipeline)
@@ -142,7 +142,7 @@ export async function writeInTransaction(ctx: WriteContext, waves: readonly (rea
   const returned = new Map<Op, unknown[][]>()
   try {
     for (const batch of batches(waves, port.maxPipeline, 0, 0)) {
-      for (const s of batch.statements) ctx.emit('write', s)
+      for (const s of batch.statements) ctx.onQuery?.({ phase: 'write', text: s.text, params: s.params })
       const sent = await connection.send(batch.statements)
       roundTrips += sent.roundTrips
       coldStatements += sent.coldStatements
