@@ -30,10 +30,9 @@ export interface EntityState {
   /**
    * Current values by property: scalars as JS values, many-to-one as the target entity or null. A
    * `defaultNow()` time that no user code has read yet is held as its epoch milliseconds, and made a
-   * Date when first read (readValue): a Date costs ~110 bytes of heap against 16 for the number, and
-   * most new rows' timestamps are never read before their flush (bulkCreate×100, two such columns
-   * a row: heap per entity 591 → 403 bytes, client CPU per unit 111 → 79 ms). Read values through
-   * readValue, or writeText, which takes both forms.
+   * Date when first read (readValue): a Date costs several times the heap of the number, and most
+   * new rows' timestamps are never read before their flush (docs/design-notes.md, "Timestamps held
+   * as numbers until read"). Read values through readValue, or writeText, which takes both forms.
    */
   readonly values: Record<string, unknown>
   /**

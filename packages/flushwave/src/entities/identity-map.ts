@@ -19,8 +19,9 @@ export class IdentityMap {
    * Per type that has a KeyIndex (em.upsert's), a count of the changes that may have changed which
    * of its entities are tracked or what their values are; `everything`, of those that may reach any
    * type's: an id given to a tracked entity changes the keys of the rows that refer to it. Only
-   * indexed types are counted: a Map update per add, touch and register cost 6–9% of
-   * bulkCreate×100's own work (ab-own.ts), which an application that never upserts need not pay.
+   * indexed types are counted: a Map update per add, touch and register cost a measurable share of
+   * a large create's own work, which an application that never upserts need not pay
+   * (docs/design-notes.md, "Upserts find entities through a key index").
    */
   private counted: Map<EntityMeta, ChangeCount> | undefined
   private everything = 0

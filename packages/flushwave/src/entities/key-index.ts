@@ -8,7 +8,8 @@ import type { ChangeCount, IdentityMap } from './identity-map.js'
  * which must find the entity it already holds with the key it is given. Made from the identity
  * map on first use and again whenever the map says an entity of that type (or any id) may have
  * changed since; an upsert that creates adds its entity itself. Upserting n rows one by one
- * walked every entity of the type n times: 16,000 upserts of new tags took 539 µs each.
+ * walked every entity of the type n times (docs/design-notes.md, "Upserts find entities through a
+ * key index").
  */
 export class KeyIndex {
   private readonly byKey = new Map<string, HasState[]>()

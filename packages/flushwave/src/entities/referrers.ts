@@ -12,7 +12,7 @@ import { STATE, type HasState } from './entity-state.js'
  * A field is indexed from the first time a collection asks about it: one walk of the entities of
  * its type then, by their current values, and every assignment after. Until then `note` costs a
  * lookup: most units of work never read a one-to-many, and indexing every new row's references made
- * a Set per parent (bulkCreate×100: 11,000 of them for 41,100 references).
+ * a Set per parent (docs/design-notes.md, "One-to-many references indexed on first read").
  */
 export class Referrers {
   private readonly byField = new Map<FieldMeta, Map<HasState, Set<HasState>>>()

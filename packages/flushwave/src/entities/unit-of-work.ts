@@ -52,7 +52,7 @@ export class UnitOfWork implements CollectionFactory {
       throw new InvalidValueError(meta.name, meta.id.prop, data[meta.id.prop], 'is assigned from its sequence by the flush')
     }
     // Indexed loops: this runs once per new entity, and for-of over the schema's arrays allocated an
-    // iterator result per field here (3.5 MB per bulkCreate×100 in a heap profile).
+    // iterator result per field here (docs/design-notes.md, "Indexed loops on per-entity paths").
     const fields = meta.fields
     for (let i = 0; i < fields.length; i++) {
       const field = fields[i]!
@@ -299,9 +299,8 @@ export class UnitOfWork implements CollectionFactory {
    * the hidden classes of entities, values and snapshot records, collections and this unit of
    * work's own objects an object that outlives every request. V8 frees a hidden class in a major GC
    * once no object has it; when no entity survived one, the next unit of work made new classes,
-   * and the code optimised for the old ones deoptimised or went megamorphic. Bench, bulkCreate×100
-   * cell, a full GC before every sample: 89 "wrong map" deopts without them against 5, and create
-   * 29-60 ms per sample against 14-16.
+   * and the code optimised for the old ones deoptimised or went megamorphic (docs/design-notes.md,
+   * "Kept hidden classes").
    */
   keepHiddenClasses(metas: Iterable<EntityMeta>): readonly HasState[] {
     const specimens: HasState[] = []

@@ -7,9 +7,9 @@ import { addTo } from '../plan/groups.js'
  * What the cascade statements will do to entities this EntityManager holds: children of deleted
  * entities are deleted too (added to `deleted`; down a cascading tree as well) or have their
  * reference cleared (returned). Only the types a cascade can reach from the deleted ones are
- * walked, each once per reference that reaches it: a flush deleting one row among 10,000 loaded
- * rows of types nothing cascades to walks none (it walked all 10,000: 3.1 ms of its changes phase,
- * 18.7 ms among 100,000). Linear in the entities of the types walked.
+ * walked, each once per reference that reaches it: a flush deleting one row among many loaded rows
+ * of types nothing cascades to walks none, where it used to walk them all (docs/design-notes.md,
+ * "Cascades walk only the types they reach"). Linear in the entities of the types walked.
  */
 export function cascadeInMemory(map: IdentityMap, deleted: HasState[]): [HasState, FieldMeta][] {
   const { cascading, nulling } = cascadesFrom(deleted)

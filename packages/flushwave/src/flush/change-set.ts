@@ -86,7 +86,8 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   // The new rows' table, looked up once per run of candidates of one type (they mostly come so).
   let table: NewRows | undefined
   // Indexed loops over entities here and in the flush's other per-entity passes: for-of over these
-  // arrays allocated an iterator result per entity in a heap profile of bulkCreate×100.
+  // arrays allocated an iterator result per entity (docs/design-notes.md, "Indexed loops on
+  // per-entity paths").
   for (let c = 0; c < candidates.length; c++) {
     const entity = candidates[c]!
     const state = entity[STATE]

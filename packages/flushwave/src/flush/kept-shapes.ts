@@ -6,15 +6,10 @@ import type { WriteStatement } from '../sql/statement.js'
  *
  * Why: V8 frees a hidden class in a major GC once no object has it. A flush's objects are all
  * garbage soon after it (a request's EntityManager with them), so the first flush after a major GC
- * makes its classes again, property by property: about 20 µs for the result object alone, and more
- * across the change set, the plan and the statements.
- * - Measured with `ab.ts` (each side in its own isolate, a full GC before each sample, 225 rounds)
- *   against 08cfbd0: mixedFlush ×10 0.956 and 0.962 per round, bulkCreate ×1 0.984, where two
- *   copies of one commit give 0.990 and 1.012.
- * - Keeping the result alone: 0.975.
- * - Keeping the driver's queries and answers as well: 0.956 again, so they are left to die.
- * - A production process pays this once per major GC; the bench, with a full GC before every
- *   sample, pays it on every flush.
+ * makes its classes again, property by property: the result object, the change set, the plan and
+ * the statements. A production process pays this once per major GC; the bench, with a full GC
+ * before every sample, pays it on every flush. Keeping the driver's queries and answers as well
+ * gained nothing more, so they are left to die (docs/design-notes.md, "Kept hidden classes").
  *
  * Bounded: only a flush whose parameters total at most KEEP_PARAM_CHARS characters is kept (a few
  * hundred rows), so a large flush's rows are never held past it. Nothing here refers to an entity:

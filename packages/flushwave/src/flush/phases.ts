@@ -28,8 +28,8 @@ export class PhaseClock {
   /**
    * `checks`: the EntityManager's hooks and checks, timed before the clock starts. Counted here so
    * that the EntityManager returns the flush's result as it is: copying it with an object spread
-   * to add them cost 2–3% of a flush's own work right after a full GC (ab-own.ts mixedFlush 10:
-   * 0.969 and 0.978 per round without the copy).
+   * to add them is slow right after a full GC (docs/design-notes.md, "The flush result returned
+   * without a copy").
    */
   constructor(checks: number) {
     this.phases = { checks, ids: 0, changes: 0, plan: 0, render: 0, write: 0, record: 0 }

@@ -210,10 +210,10 @@ export class IdPool {
    * (a block costs the server one nextval), the flush that asked, once it has taken its ids, sends
    * it at the end of its own pipeline, after COMMIT (see flush.ts); its answer goes to `landed`,
    * also when the flush failed (the COMMIT then answers ROLLBACK, and the ids still come).
-   * A plain sequence's refill costs the server one nextval per id (2,048 ids: about 2 ms), which a
-   * flush that carried it would wait for: the flush starts it in the background once it is over
-   * (`refillIfLow`). Flushes that run short meanwhile queue behind either, as behind any fetch,
-   * and report it as a fetch they waited on.
+   * A plain sequence's refill costs the server one nextval per id, which a flush that carried it
+   * would wait for (docs/design-notes.md, "Plain-sequence spare blocks"): the flush starts it in
+   * the background once it is over (`refillIfLow`). Flushes that run short meanwhile queue behind
+   * either, as behind any fetch, and report it as a fetch they waited on.
    *
    * `inserted` is how many new rows per table the flush writes (see refillIfLow).
    */
@@ -265,8 +265,9 @@ export class IdPool {
    *
    * `inserted` is how many new rows per table the flush wrote, whether their ids came at create
    * (one `takeNow` each) or with the flush: that many is one take. Without it a unit of work whose
-   * creates took most ids one by one looked like a run of takes of one, and a bulkCreate×100 flush
-   * (10,000 reviews) found too few ids in one flush out of two or three and waited 6–15 ms on a fetch.
+   * creates took most ids one by one looked like a run of takes of one, and large flushes often
+   * found too few ids and waited on a fetch (docs/design-notes.md, "A flush's new rows count as one
+   * take").
    */
   refillIfLow(inserted?: ReadonlyMap<EntityMeta, number>): void {
     const due = this.due(inserted)

@@ -49,7 +49,8 @@ export class IdRanges {
       const range = this.returned.length > 0 ? this.returned[this.returned.length - 1]! : this.fetched[this.head]!
       const k = Math.min(n - filled, Number(range.end - range.start))
       if (range.end <= MAX_SAFE) {
-        // Every bigint ++ allocates: counting in a number takes 31,100 ids in 0.75 ms, not 1.9.
+        // Every bigint ++ allocates: counting in a number is faster (docs/design-notes.md,
+        // "Ids counted in numbers").
         const first = Number(range.start)
         for (let i = 0; i < k; i++) out[filled++] = String(first + i)
       } else for (let i = 0n; i < BigInt(k); i++) out[filled++] = String(range.start + i)

@@ -7,12 +7,13 @@ import { IdRanges } from './id-ranges.js'
 const MAX_SPARE = 65_536
 
 /**
- * With a plain sequence (increment 1) the server runs one nextval per id, about 1 µs each: a
- * background refill of thousands holds a connection, and with a pool of one the next flush waits
- * behind it (blocks that kept doubling made a steady one-row-flush loop's p99 several times its
- * median). So a plain sequence's spare block stops at this, or at twice the largest take when
- * flushes are bigger than that (a refill then costs the server about what such a flush does).
- * Pooled sequences (increment > 1) reserve a block with each nextval, so theirs grow to MAX_SPARE.
+ * With a plain sequence (increment 1) the server runs one nextval per id: a background refill of
+ * thousands holds a connection, and with a pool of one the next flush waits behind it (blocks that
+ * kept doubling made a steady loop of flushes' p99 several times its median). So a plain sequence's
+ * spare block stops at this, or at twice the largest take when flushes are bigger than that (a
+ * refill then costs the server about what such a flush does). Pooled sequences (increment > 1)
+ * reserve a block with each nextval, so theirs grow to MAX_SPARE (docs/design-notes.md,
+ * "Plain-sequence spare blocks").
  */
 const MAX_PLAIN_SPARE = 2_048
 
@@ -82,7 +83,8 @@ export class TableIds {
    * Below its low-water mark, the largest of: half its last spare block; one and a half times the
    * largest take since its last fetch (a flush of 10,000 new rows must find the next 10,000 ready,
    * whatever half a block is); and twice what it uses while a fetch is in flight (without that,
-   * fetches of 5 ms and flushes 1 ms apart ran dry in the middle of the first refill).
+   * flushes that came faster than a fetch ran dry in the middle of the first refill:
+   * docs/design-notes.md, "A low-water mark that outlasts a fetch").
    */
   low(fetchMs: number, now: number): boolean {
     return this.lastSpare > 0 && this.ranges.size < Math.max(this.lastSpare / 2, 1.5 * this.largestTake, this.inFlightNeed(fetchMs, now))

@@ -20,8 +20,8 @@ export type Text = string | null
 /**
  * A table's new rows held column-wise, as its INSERT sends them (one array per column, as in Joist's
  * EntityWriter): the change set appends each row's values to the columns, and the plan takes the
- * arrays as they are. Made row by row, a bulkCreate×100 flush (31,100 rows) built two objects per
- * row and copied every value again to transpose them.
+ * arrays as they are. Made row by row, a flush built two objects per row and copied every value
+ * again to transpose them.
  */
 export interface NewRows {
   readonly entity: EntityMeta

@@ -214,8 +214,8 @@ function upsertOp(entity: EntityMeta, rows: readonly RowUpsert[]): InsertOp {
  * Rows of an UPDATE or DELETE in the order the server locks them (see lockedInIdOrder in
  * render-write.ts): by id as the server orders ids of that type. Within a statement the server
  * sorts them itself; this order makes a change set larger than one statement split into chunks
- * that follow the same order, so concurrent flushes still lock shared rows alike. Sorting 10,000
- * ids takes about 3 ms.
+ * that follow the same order, so concurrent flushes still lock shared rows alike. What the sort
+ * costs: docs/design-notes.md, "Rows locked in id order".
  */
 function inLockOrder<T extends { readonly id: string }>(entity: EntityMeta, rows: readonly T[]): readonly T[] {
   if (rows.length < 2) return rows
@@ -238,9 +238,8 @@ function compareIntegers(a: string, b: string): number {
 // hydration) walk their rows and columns with loops, not with callbacks made per call
 // (`rows.map((r) => …)`); rarer ops (upserts, increments, self-referencing trees) still use them:
 // a major GC frees the optimised code of closures no longer alive, and each one made later starts
-// unoptimised and is compiled again. With callbacks, own-cpu.ts mixedFlush ×10 took 170 µs after a
-// full GC (54 hot), and V8 compiled a flush-path closure about every second flush; with loops, 136 µs
-// (45 hot) and none. client-cpu.ts: 0.4 ms less process CPU per mixedFlush ×10 (1.32-1.54 to 0.92-1.11).
+// unoptimised and is compiled again (docs/design-notes.md, "Loops instead of callbacks on the
+// flush path").
 function updateOp(entity: EntityMeta, unordered: readonly RowUpdate[]): UpdateOp {
   const rows = inLockOrder(entity, unordered)
   let counting = false

@@ -29,9 +29,10 @@ export interface IdBlocks {
 
 /**
  * One statement for every table's block of ids, from the sequence behind each id column (serial or
- * identity), looked up once per table (inlined, pg_get_serial_sequence ran once per id and cost
- * 270 ms of 320 for 80,000 ids). A sequence whose increment is 1 gives one id per nextval; a pooled
- * one (`increment by 1000`, see the README) reserves a whole block per nextval, so a block of any
+ * identity), looked up once per table (inlined, pg_get_serial_sequence ran once per id and took
+ * most of the statement's time: docs/design-notes.md, "Sequences looked up once per table"). A
+ * sequence whose increment is 1 gives one id per nextval; a pooled one (`increment by 1000`, see
+ * docs/guide/ids.md, "Pooled sequences") reserves a whole block per nextval, so a block of any
  * size costs the server O(1). Each table's ids come back as one row: the increment, the first
  * value, the number of nextval calls, and their values only when they are not consecutive.
  */

@@ -19,8 +19,8 @@ export function renderLinkInsert(op: LinkInsertOp) {
   const c = linkColumns(op.link)
   return {
     // Adding a link twice writes one row: the join table's primary key makes the second a no-op.
-    // Links that each have a new end cannot be there yet, and skip the speculative insert that
-    // costs (bulkCreate×1, 100 links: 0.14 ms of a 2.7 ms pipeline on the server, in a replay).
+    // Links that each have a new end cannot be there yet, and skip the speculative insert, which
+    // costs the server time (docs/design-notes.md, "Link inserts without on conflict").
     text:
       `insert into ${op.link.quotedTable} (${c.own}, ${c.target}) ` +
       `select * from unnest($1::${c.ownType}[], $2::${c.targetType}[])${op.mayExist ? ' on conflict do nothing' : ''}`,

@@ -77,13 +77,12 @@ type SetMode = 'none' | 'every' | 'some'
  * Per field, how a multi-row update writes it: not at all when no row sets it, without per-row
  * flags when every row does, and `case when d.sN then … else t."col" end` when only some do. Naming
  * every column with flags made the server parse and join arrays of nulls and falses for the
- * columns nobody set: replaying a 10,000-row update of one column of three, 48.6 ms with every
- * column flagged, 44.2 with that column alone but flagged, 42.6 without flags (30 rounds
- * interleaved; at 100 rows 1.15× and 1.18×). Each such set of modes is a shape of its own, so past
- * EXACT_UPDATE_SHAPES of them per table (besides one per column, which warm-ups prepare) every
- * field goes flagged. So do updates with increments (their counters add to every row) and
- * versioned ones: a request handler's one-row versioned update takes this path, and its one
- * flagged shape is always prepared by a warm-up, whichever columns it sets.
+ * columns nobody set, and a column every row sets costs less without its flags
+ * (docs/design-notes.md, "Multi-row updates flag only where rows differ"). Each such set of modes
+ * is a shape of its own, so past EXACT_UPDATE_SHAPES of them per table (besides one per column,
+ * which warm-ups prepare) every field goes flagged. So do updates with increments (their counters
+ * add to every row) and versioned ones: a request handler's one-row versioned update takes this
+ * path, and its one flagged shape is always prepared by a warm-up, whichever columns it sets.
  */
 function setModes(op: UpdateOp, shared: boolean): readonly SetMode[] {
   const e = op.entity
@@ -117,12 +116,9 @@ function setModes(op: UpdateOp, shared: boolean): readonly SetMode[] {
 /**
  * A one-row update that names only the columns it sets: `update t set "a" = $2 where "id" = $1`.
  * The form that names every column (`"a" = case when $3 then $2 else t."a" end`) has one shape per
- * table, but costs the server more to plan and run. Replaying mixedFlush ×10's statements on one
- * postgres.js connection (10 tables, one insert, update and delete each, ledger row included),
- * 150 rounds interleaved with a full GC before each, the pipeline ran at 0.76 of hand-written
- * SQL's speed with every-column updates and at 0.91 with these, when the plans were invalidated
- * between rounds (as the bench's truncates do); 0.87 against 0.93 prepared and warm; 0.80 against
- * 0.86 with unnamed statements (node-postgres, knex, poolers), which the server plans every time.
+ * table, but costs the server more to plan and run: prepared, unnamed (node-postgres, knex, poolers)
+ * or planned again after an invalidation (docs/design-notes.md, "One-row updates name only their
+ * columns").
  *
  * Each set of columns is a shape of its own, prepared once per connection. An application updates
  * a few sets per table; one that updates any subset (a PATCH of user-chosen fields) could make

@@ -10,8 +10,8 @@ import { arrayLiteral } from './array-literal.js'
  * the write reads it and all of them in id order. Without this the server locks rows in the order
  * its plan meets them: a hash join or a scan of a small table meets them in heap order, which moves
  * as rows are updated, and two flushes that lock shared rows in two orders deadlock (each deadlock
- * waits out `deadlock_timeout`, 1 s by default: the example's checkouts retried 2 to 10 per 10 s
- * run). The lock is the one the write takes anyway (an update that keeps its key takes `no key
+ * waits out `deadlock_timeout`, 1 s by default: docs/design-notes.md, "Rows locked in id order").
+ * The lock is the one the write takes anyway (an update that keeps its key takes `no key
  * update`, which does not block a concurrent insert of a row that references it). An update that
  * changes a unique column a foreign key may reference needs `update` and upgrades to it: that one
  * can still wait on a concurrent transaction that inserted a row referencing it.

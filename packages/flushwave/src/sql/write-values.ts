@@ -6,10 +6,9 @@ import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 
 /**
  * Whether `op` goes as a one-row statement: scalar binds, no arrays for the server to read and
- * unnest. Request handlers mostly write one row per table; replaying a mixedFlush×10 flush (an
- * insert, an update and a delete in each of 10 tables), its 30 statements took 7.2 ms in the array
- * form and 5.7 ms in this one (300 rounds, interleaved). Versioned, counting and returning forms
- * keep the array form (their checks are written over the set `d`).
+ * unnest. Request handlers mostly write one row per table, and the server runs such statements
+ * faster in this form (docs/design-notes.md, "One-row statements"). Versioned, counting and
+ * returning forms keep the array form (their checks are written over the set `d`).
  */
 export function writesOneRow(op: Op): boolean {
   switch (op.kind) {
@@ -29,10 +28,9 @@ export function writesOneRow(op: Op): boolean {
  * field the server decodes (ColumnType.wire: timestamps) has one; otherwise undefined. Then each
  * such field goes once, as a scalar that a subquery decodes once, instead of an array decoded row
  * by row: rows written together mostly share their timestamps (`defaultNow()` in one millisecond).
- * Server CPU of 50-row inserts into a table with two timestamp columns, every row at one time: 322
- * and 365 µs with arrays, 286 and 324 µs in this form (two runs); keeping the arrays, empty, beside
- * the shared values saved almost nothing (319 and 359 µs): a function scan pays per array. A
- * statement whose rows differ keeps the array form: a second shape per op.
+ * No array goes beside the shared values, not even an empty one: a function scan pays per array
+ * (docs/design-notes.md, "Shared timestamps"). A statement whose rows differ keeps the array form:
+ * a second shape per op.
  */
 export function sharedDecoded(op: InsertOp | UpdateOp): Text[] | undefined {
   const e = op.entity
@@ -75,15 +73,15 @@ export const decoded = (f: FieldMeta, expr: string): string => (f.type.wire ? f.
 
 /**
  * A value of an op's column (in the wire's text) as a scalar bind, which goes in the column's own
- * type. Replaying mixedFlush ×10's statements (see oneRowUpdate), one-row inserts whose timestamp
- * was decoded from int8 ran the pipeline at 0.91 of hand-written SQL's speed, with a plain
- * timestamptz cast at 0.94 (0.86 and 0.91 unnamed, 0.93 and 0.94 prepared and warm).
+ * type: a one-row statement's timestamp decoded from int8 ran slower than a plain timestamptz cast
+ * (docs/design-notes.md, "Scalar binds in the column's own type").
  */
 export const scalarText = (f: FieldMeta, text: Text): Text => (text !== null && f.type.wire ? f.type.wire.toText(text) : text)
 
 /**
  * A statement text that depends on the table alone, made once: a flush of one row in each of 10
- * tables renders 30 statements, and rebuilding their texts each time was a third of rendering.
+ * tables renders 30 statements, and rebuilding their texts each time was a large part of rendering
+ * (docs/design-notes.md, "Statement texts made once per table").
  */
 export function cached(e: EntityMeta, kind: string, make: () => string): string {
   const byKind = e.cache.texts

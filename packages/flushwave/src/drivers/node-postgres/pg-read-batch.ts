@@ -21,10 +21,10 @@ export const MAX_BATCH = 100
  * while a connection is being checked out for an earlier one join it and go out with it in
  * pipeline mode (each with its own Sync: outside a transaction a failing read fails alone): one
  * connection and one round trip for all, as postgres.js pipelines the queries of a busy pool. A
- * request's concurrent `em.find`s took a pooled connection each, one round trip apiece: in the
- * throughput bench (32 clients, 5 finds each, pool of 10, 5 ms) node-postgres made 241 flushes/s
- * against postgres.js's 825. The busier the pool, the longer a checkout takes and the more reads
- * share it. In a transaction, "checking out" is waiting for what it has in flight on its client.
+ * request's concurrent `em.find`s took a pooled connection each, one round trip apiece, and under
+ * load node-postgres made a fraction of postgres.js's flushes per second (docs/design-notes.md,
+ * "Reads batched on node-postgres"). The busier the pool, the longer a checkout takes and the more
+ * reads share it. In a transaction, "checking out" is waiting for what it has in flight on its client.
  */
 export function batchedReads(acquire: () => Promise<PgClient>, release: (client: PgClient, broken: boolean) => void): (config: QueryConfig) => Promise<PgResult> {
   let open: Read[] | undefined

@@ -4,9 +4,10 @@ import { sentInline } from './inline-prepare.js'
  * postgres.js prepares each statement shape once per connection. Left to itself, the first time it
  * meets a parameterized shape it sends Parse/Describe and waits for the reply before it binds (it
  * wants the parameter types), and a reserved connection then stops pipelining: each later query of
- * the pipeline waits until every earlier one has answered. Measured through a 150 ms latency proxy:
- * a five-statement flush on a fresh connection took 11 round trips instead of 1. The executor
- * therefore sends new shapes without that wait (inline-prepare.ts); these helpers count what happened.
+ * the pipeline waits until every earlier one has answered: a flush on a fresh connection then waits
+ * many round trips instead of one (docs/design-notes.md, "New statement shapes sent without a
+ * describe wait"). The executor therefore sends new shapes without that wait (inline-prepare.ts);
+ * these helpers count what happened.
  */
 
 /** Whether this query's shape was new to its connection (postgres.js had not prepared it; read after it settled). */

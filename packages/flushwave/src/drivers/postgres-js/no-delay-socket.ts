@@ -14,8 +14,8 @@ export interface SocketTarget {
  * postgres.js leaves Nagle on and writes a pipeline in pieces (it flushes its buffer every 1 KiB). With
  * Nagle, the second piece waits until the first is acknowledged, and the server side delays that ACK
  * until it has something to send back: a flush larger than 1 KiB then waits one more round trip (or the
- * peer's delayed-ACK timer, up to 40 ms). Measured through a 5 ms proxy: the second piece left 6.6 ms
- * after the first, right after the first reply. node-postgres sets TCP_NODELAY itself.
+ * peer's delayed-ACK timer, up to 40 ms), as seen on the wire (docs/design-notes.md, "Nagle's algorithm
+ * and postgres.js"). node-postgres sets TCP_NODELAY itself.
  *
  * Hosts are tried in order, as postgres.js does; TLS still works (postgres.js wraps the socket).
  * It also bounds how long an ended connection may linger (see closeWithin).

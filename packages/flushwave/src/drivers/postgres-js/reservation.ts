@@ -50,9 +50,8 @@ export class Reservation {
           this.connection = connection
           // Named before it is stored, not stored as it is made: on Node 20, an arrow stored into a
           // property as it was created made young GCs keep each flush's reservation, and what it
-          // refers to, until the next full GC (docs/steady-state-tail.md). With postgres.js's own
-          // two arrows made methods, gc-promotion.ts measured 173 KB promoted a scavenge with
-          // `connection.onclose = () => …`, and 100–101 KB with this, as on node-postgres.
+          // refers to, until the next full GC (docs/design-notes.md, "The reservation's onclose
+          // named before it is stored").
           const onclose = () => {
             this.closed = true
             this.markGone()
