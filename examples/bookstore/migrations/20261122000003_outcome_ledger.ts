@@ -1,6 +1,6 @@
 /**
  * Flushwave's outcome ledger: each flush writes one token to it in its own transaction, so that a
- * flush whose connection fails is known to have committed or not (see Flushwave's README, Failures).
+ * flush whose connection fails is known to have committed or not (docs/guide/errors.md, The outcome ledger).
  * The statements are Flushwave's own (`ledgerTableSql()`), so they stay what it expects.
  */
 import { ledgerTableSql } from 'flushwave'

@@ -1,4 +1,4 @@
-// The README's feature examples, kept here so that `pnpm test` type-checks them.
+// The tour of docs/guide/tour.md, kept here so that `pnpm test` type-checks it and test/features.test.ts runs it.
 import postgres from 'postgres'
 import { defineSchema, entity, flushwave, OptimisticLockError, t, tcpNoDelay, ValidationError, type Hooks } from 'flushwave'
 

@@ -5,7 +5,7 @@ import { createTablesSql } from 'flushwave'
 import type {} from 'devdb/vitest' // types inject('databaseUrl')
 import { features, shop } from '../src/features.js'
 
-/** README's feature tour is src/features.ts word for word, and it runs against PostgreSQL. */
+/** docs/guide/tour.md shows src/features.ts word for word, and it runs against PostgreSQL. */
 const url = new URL(inject('databaseUrl'))
 const database = `quickstart_features_${process.pid}`
 const admin = postgres(url.href, { max: 1, onnotice: () => {} })
@@ -24,11 +24,11 @@ afterAll(async () => {
   await admin.end()
 })
 
-it("is the README's code block, word for word", () => {
-  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
+it("is the code block of docs/guide/tour.md, word for word", () => {
+  const page = readFileSync(new URL('../../../docs/guide/tour.md', import.meta.url), 'utf8')
   const code = readFileSync(new URL('../src/features.ts', import.meta.url), 'utf8')
   const tour = code.slice(code.indexOf('// ── schema'))
-  expect(readme).toContain('```ts\n' + tour + '```')
+  expect(page).toContain('```ts\n' + tour + '```')
 })
 
 it('runs: every section does what its comment says', async () => {

@@ -17,10 +17,10 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import { parseArgs } from 'node:util'
 import { barChart } from './bar-chart.js'
+import { writeBenchmarksPage } from './benchmarks-page.js'
 import { chart } from './chart.js'
 import { startEnvironment } from './environment.js'
 import { mmss, Progress } from './progress.js'
-import { updateReadme } from './readme.js'
 import { markdown, type Results } from './report.js'
 import { measureCell, type Case, type MeasureOptions, type Run, type Subject } from './runner.js'
 import { pgbouncerBinary } from './pooler.js'
@@ -225,8 +225,8 @@ if (throughput.length > 0) {
   await writeFile(new URL(`${stem}-throughput.svg`, dir), barChart(title, 'flushes per second (load + flush)', throughput.map((t) => ({ name: t.series, value: t.flushesPerSecond }))))
 }
 log(`\nwrote packages/bench/results/${stem}.* in ${results.durationS.toFixed(0)} s`)
-// A full default run also refreshes the benchmark section of the repository's README.
-if (fullDefault) await updateReadme(results)
+// A full default run also rewrites the repository's docs/benchmarks.md (and its charts).
+if (fullDefault) await writeBenchmarksPage(results)
 process.stdout.write(markdown(results))
 process.exitCode = failed.size > 0 ? 1 : 0
 

@@ -68,7 +68,7 @@ export function extras(results: Results, heading = '##', charts?: string): strin
   return lines
 }
 
-const SCALE_LEGEND = [
+export const SCALE_LEGEND = [
   'µs per row (median of the run, ÷ rows) of one unit of work inserting N new rows into one table,',
   'at 0 ms latency: what grows with N is client work and PostgreSQL\'s. Flushwave: `em.create` × N,',
   '`flush`; raw-pipelined: ids from `nextval`, one `unnest` insert, in a transaction; MikroORM:',
@@ -78,14 +78,14 @@ const SCALE_LEGEND = [
   'the cap is skipped there (listed below the table).',
 ]
 
-const PHASE_LEGEND = [
+export const PHASE_LEGEND = [
   'Median ms per phase of a Flushwave flush (postgres.js executor, 0 ms latency, warm instance): `create`',
   'is the harness timing the `em.create` calls (for cpuFlush, setting 10,000 values); the rest are the',
   "FlushResult's `phases`, which sum to its `durationMs`. `ids` and `write` include waiting on the",
   'server; every other phase is client CPU.',
 ]
 
-const LEGEND = [
+export const LEGEND = [
   'Median ms per unit of work, then the ratio to `flushwave` in the same cell (above 1 is slower):',
   'the median of all pairwise ratios (every sample of the series ÷ every sample of flushwave, a',
   'Hodges–Lehmann estimate: steadier from run to run than the ratio of two medians), and in brackets',
@@ -100,13 +100,16 @@ const LEGEND = [
   'a series instance opened just before (connection open, `select 1` run), one instance per sample.',
 ]
 
-function warmUpText(warmUp: Results['warmUp']): string {
+export function warmUpText(warmUp: Results['warmUp']): string {
   if (!warmUp) return 'Before sampling, each series ran one verified and one warm unit of work per cell.'
   if (warmUp.rounds === 0) return 'No warm-up (`--warm-up 0`): each case\'s first cell times every series from its first units of work, while V8 is still compiling them.'
   return `Before a case's first cell (its lowest latency), each series ran ${warmUp.rounds} untimed units of work of it (at most ${warmUp.ms / 1000} s), so that cells time compiled code, not V8 compiling it (\`--warm-up 0\` times a cold process).`
 }
 
-const title = (r: Run) => `${r.scenario}${r.size ? ` ×${r.size}` : ''}`
+/** A case's name as the tables title it: `bulkCreate ×1`, `bulkUpdate`. */
+export const title = (r: Pick<Run, 'scenario' | 'size'>) => `${r.scenario}${r.size ? ` ×${r.size}` : ''}`
+/** A median as a cell shows it: two decimals under 1 ms, so that 0.08 does not read as 0.1. */
+export const ms = (v: number) => (v < 1 ? v.toFixed(2) : v.toFixed(1))
 const latenciesOf = (runs: readonly Run[]) => [...new Set(runs.map((r) => r.latencyMs))].sort((a, b) => a - b)
 const seriesOf = (runs: readonly Run[]) => [...new Set(runs.map((r) => r.series))]
 
@@ -116,13 +119,14 @@ export function ratioText(run: Run): string {
   return run.samples > 1 ? ` · ${median.toFixed(2)}× (${q1.toFixed(2)}–${q3.toFixed(2)})` : ` · ${median.toFixed(2)}×`
 }
 
-function cellTable(runs: readonly Run[]): string[] {
+/** A case's table: a row per series, a column per latency, with statements and round trips on the wire. */
+export function cellTable(runs: readonly Run[], heading = '##'): string[] {
   const latencies = latenciesOf(runs)
-  const lines = [`## ${title(runs[0]!)}`, '', `| series | ${latencies.map((l) => `${l} ms`).join(' | ')} | stmts | rtt |`, `|---|${latencies.map(() => '---:').join('|')}|---:|---:|`]
+  const lines = [`${heading} ${title(runs[0]!)}`, '', `| series | ${latencies.map((l) => `${l} ms`).join(' | ')} | stmts | rtt |`, `|---|${latencies.map(() => '---:').join('|')}|---:|---:|`]
   for (const s of seriesOf(runs)) {
     const row = latencies.map((l) => {
       const run = runs.find((r) => r.series === s && r.latencyMs === l)
-      return run ? `${run.medianMs.toFixed(1)}${ratioText(run)}${run.samples === 1 ? ' (1 run)' : ''}` : '–'
+      return run ? `${ms(run.medianMs)}${ratioText(run)}${run.samples === 1 ? ' (1 run)' : ''}` : '–'
     })
     // Counted at the highest latency, where a client that does not wait cannot look like one that does.
     const ref = runs.filter((r) => r.series === s).sort((a, b) => b.latencyMs - a.latencyMs)[0]
@@ -131,14 +135,15 @@ function cellTable(runs: readonly Run[]): string[] {
   return lines
 }
 
-function tailTable(runs: readonly Run[]): string[] {
+/** p95 / p99 per series and latency, from the same samples as the medians. */
+export function tailTable(runs: readonly Run[], heading = '###'): string[] {
   const latencies = latenciesOf(runs)
-  const lines = [`### ${title(runs[0]!)}`, '', `| series | ${latencies.map((l) => `${l} ms`).join(' | ')} | n |`, `|---|${latencies.map(() => '---:').join('|')}|---:|`]
+  const lines = [`${heading} ${title(runs[0]!)}`, '', `| series | ${latencies.map((l) => `${l} ms`).join(' | ')} | n |`, `|---|${latencies.map(() => '---:').join('|')}|---:|`]
   for (const s of seriesOf(runs)) {
     const mine = runs.filter((r) => r.series === s)
     const row = latencies.map((l) => {
       const run = mine.find((r) => r.latencyMs === l)
-      return run ? `${run.p95Ms.toFixed(1)} / ${run.p99Ms.toFixed(1)}` : '–'
+      return run ? `${ms(run.p95Ms)} / ${ms(run.p99Ms)}` : '–'
     })
     lines.push(`| ${s} | ${row.join(' | ')} | ${Math.min(...mine.map((r) => r.samples))} |`)
   }
