@@ -1,6 +1,6 @@
 // The tour of docs/guide/tour.md, kept here so that `pnpm test` type-checks it and test/features.test.ts runs it.
 import postgres from 'postgres'
-import { defineSchema, entity, flushwave, OptimisticLockError, t, tcpNoDelay, ValidationError, type Hooks } from 'flushwave'
+import { defineSchema, entity, flushwave, OptimisticLockError, raw, t, tcpNoDelay, ValidationError, type Hooks } from 'flushwave'
 
 // ── schema ───────────────────────────────────────────────────────────────────────────────────────
 export const shop = defineSchema({
@@ -101,6 +101,21 @@ export async function features(url: string): Promise<void> {
     { attempts: 5 }, // after stale versions, deadlocks, serialization failures, lost connections
   )
   console.log('committed after', attempts, 'attempt(s)')
+
+  // ── the reads of a list endpoint: conditions across relations, a count and a page in one round trip
+  const reader = orm.em()
+  const ordering = { orders: { some: { coupon: null } }, or: [{ email: { ilike: '%@example.com' } }, { credit: { gt: 100 } }] }
+  const [total, page] = await Promise.all([
+    reader.count('Customer', ordering),
+    reader.findPage('Customer', ordering, { orderBy: { email: 'asc' }, first: 20 }), // page.endCursor → `after`
+  ])
+  await reader.populate(page.items, 'orders.lines') // one query per level, however many customers
+  console.log('customers:', total, 'on this page:', page.items.length, 'more:', page.hasNextPage)
+  const credit = await reader.aggregate('Customer', {}, { sum: ['credit'], max: ['email'] })
+  console.log('credit in all:', credit.sum.credit, 'of', credit.count, 'customer(s)')
+  const rich = await reader.findBySql('Customer', raw`select * from customer where credit >= ${10}`) // values bound
+  for await (const customer of reader.stream('Customer', {}, { batchSize: 500 })) void customer // any number, 500 at a time
+  console.log('rich:', rich.map((c) => c.email))
 
   await sql.end()
 }

@@ -38,6 +38,9 @@ it('runs: every section does what its comment says', async () => {
     const lines = log.mock.calls.map((args) => args.map(String).join(' '))
     expect(lines).toContain('credit now 25') // bob starts at 0
     expect(lines).toContain('committed after 1 attempt(s)')
+    expect(lines).toContain('customers: 1 on this page: 1 more: false')
+    expect(lines).toContain('credit in all: 30 of 1 customer(s)')
+    expect(lines).toContain('rich: bob@example.com')
     expect(lines.filter((l) => l.startsWith('flushed '))).not.toHaveLength(0)
   } finally {
     log.mockRestore()

@@ -71,6 +71,14 @@ export class NotLoadedError extends FlushwaveError {
   override name = 'NotLoadedError'
 }
 
+/**
+ * A page cursor (`em.findPage`'s `after`) that this query did not make: from another query (other
+ * conditions or order), changed, or not a cursor at all. Start from the first page again.
+ */
+export class InvalidCursorError extends FlushwaveError {
+  override name = 'InvalidCursorError'
+}
+
 /** `em.load` found no row for the id. */
 export class NotFoundError extends FlushwaveError {
   override name = 'NotFoundError'

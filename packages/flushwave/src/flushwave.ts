@@ -11,6 +11,7 @@ import { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js/e
 import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
 import { EntityManager, type Hooks } from './entity-manager/entity-manager.js'
+import type { ReadSettings } from './entity-manager/entity-reads.js'
 import { IdPool } from './ids/id-pool.js'
 import { runUnitOfWork, type RetryPolicy, type UnitOfWorkResult } from './entity-manager/retry.js'
 import { warmUp, type WarmUpResult } from './flush/warm-up.js'
@@ -57,6 +58,12 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
    * reached. `false` flushes without it: such a flush can then end with `outcome: 'unknown'`.
    */
   readonly outcomeLedger?: string | false
+  /**
+   * Signs the page cursors of `em.findPage` (HMAC-SHA256), so that a client cannot forge one. Give
+   * every process of an application the same secret; without one, cursors still carry a checksum
+   * that catches a changed or foreign cursor, but anyone can make a valid one.
+   */
+  readonly cursorSecret?: string
 }
 
 /** One per process (per database): holds the schema, the executor and the shared id pool. */
@@ -66,6 +73,7 @@ export class Flushwave<D extends SchemaDefs> {
   private readonly ids: IdPool
   private readonly hooks: Hooks<D>
   private readonly maxRowsPerStatement: number | undefined
+  private readonly reads: ReadSettings
   /** The outcome ledger's table, quoted; undefined with `outcomeLedger: false`. */
   private readonly ledgerTable: string | undefined
   /**
@@ -78,6 +86,10 @@ export class Flushwave<D extends SchemaDefs> {
     this.schema = options.schema
     this.hooks = options.hooks ?? {}
     this.maxRowsPerStatement = options.maxRowsPerStatement
+    if (options.cursorSecret !== undefined && (typeof options.cursorSecret !== 'string' || options.cursorSecret.length === 0)) {
+      throw new FlushwaveError('cursorSecret must be a non-empty string')
+    }
+    this.reads = { cursorSecret: options.cursorSecret }
     const timeoutMs = options.flushTimeoutMs
     if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new FlushwaveError(`flushTimeoutMs must be a positive number of milliseconds, not ${timeoutMs}`)
     const table = options.outcomeLedger ?? DEFAULT_LEDGER_TABLE
@@ -142,7 +154,7 @@ export class Flushwave<D extends SchemaDefs> {
 
   /** A new EntityManager: one per request or job. */
   em(): EntityManager<D> {
-    return new EntityManager(this.schema, this.executor, this.ids, this.hooks, this.maxRowsPerStatement)
+    return new EntityManager(this.schema, this.executor, this.ids, this.hooks, this.maxRowsPerStatement, this.reads)
   }
 }
 

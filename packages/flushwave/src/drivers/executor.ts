@@ -6,7 +6,10 @@ import type { Statement, WriteStatement } from '../sql/statement.js'
 
 /** Runs rendered SQL. Only executors do I/O; everything before them is pure. */
 export interface Executor {
-  /** A read outside any flush; rows as arrays in select-list order. */
+  /**
+   * A read outside any flush; rows as arrays in select-list order, or as objects keyed by column
+   * name when the statement says `objects` (`em.query`).
+   */
   read(statement: Statement): Promise<unknown[][]>
   /**
    * Runs every wave in one transaction (BEGIN, the waves, COMMIT) and resolves only once it committed.
@@ -14,6 +17,11 @@ export interface Executor {
    * With `ids`, it also fetches them (as `nextIds` does) after COMMIT in the same pipeline.
    */
   write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome>
+  /**
+   * A read of any size in batches of `batchSize` rows (arrays in select-list order), through a
+   * server-side cursor: one batch in memory at a time. Optional: `em.stream` needs it.
+   */
+  stream?(statement: Statement, batchSize: number): AsyncIterableIterator<unknown[][]>
   /** Fetches `count` values from the sequence behind each table's id column, in one statement. */
   nextIds(requests: readonly IdRequest[]): Promise<IdBlocks>
   /**

@@ -17,7 +17,8 @@ export interface Port {
    */
   acquire(deadline: number): Promise<Connection>
   /**
-   * One statement on some connection (reads, id allocation), rows as arrays in select-list order.
+   * One statement on some connection (reads, id allocation), rows as arrays in select-list order
+   * (as objects when the statement says `objects`).
    * Aborting `signal` cancels the query where the driver can. Errors are the driver's own.
    */
   query(statement: Statement, signal?: AbortSignal): Promise<QueryResult>

@@ -26,6 +26,18 @@ export class Referrers {
     if (byTarget) add(byTarget, to as HasState, from)
   }
 
+  /** Drops an entity that leaves the unit of work, as a referrer and as a target. */
+  forget(entity: HasState): void {
+    const state = entity[STATE]
+    for (const [field, byTarget] of this.byField) {
+      byTarget.delete(entity)
+      if (field.ref && state.meta.fieldByProp.get(field.prop) === field) {
+        const target = state.values[field.prop] as HasState | null | undefined
+        if (target) byTarget.get(target)?.delete(entity)
+      }
+    }
+  }
+
   /**
    * Every entity of type `meta` that has pointed at `to` through `field` since the field was
    * indexed, or points at it now: at first in the order they became tracked, then as they did.

@@ -24,6 +24,8 @@ export class UnitOfWork implements CollectionFactory {
   journal: TransactionJournal | undefined
   /** em.upsert's indexes, made by its first upsert. */
   private upserts: Upserts | undefined
+  /** While a read runs under `arriving`: the entities it brought in. */
+  private arrivals: HasState[] | undefined
 
   changing(entity: HasState): void {
     this.journal?.save(entity)
@@ -154,7 +156,39 @@ export class UnitOfWork implements CollectionFactory {
     const entity = makeEntity(this.newState(meta, 'stub', id))
     this.map.add(entity)
     this.journal?.entered(entity)
+    this.arrivals?.push(entity)
     return entity
+  }
+
+  /**
+   * Runs `read` and returns it with the entities it brought into this unit of work (rows and the
+   * references they hold), for a stream to let go of them once it moves on (see `detach`).
+   */
+  arriving<T>(read: () => T): [T, HasState[]] {
+    const arrivals: HasState[] = []
+    this.arrivals = arrivals
+    try {
+      return [read(), arrivals]
+    } finally {
+      this.arrivals = undefined
+    }
+  }
+
+  /**
+   * Lets go of entities read and never changed: they leave the identity map (a later read makes
+   * new objects for their rows), and nothing here refers to them any more. Entities with changes
+   * waiting for a flush stay, and so does everything when one of them does (it may refer to them).
+   */
+  detach(entities: readonly HasState[]): void {
+    for (const entity of entities) {
+      const state = entity[STATE]
+      if (state.touched || state.increments || (state.status !== 'managed' && state.status !== 'stub')) return
+    }
+    for (const entity of entities) {
+      this.referrers.forget(entity)
+      this.map.delete(entity)
+      entity[STATE].status = 'detached'
+    }
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { Executor } from '../drivers/executor.js'
-import { EntityStateError, FlushError, InvalidValueError, NotFoundError } from '../errors.js'
+import { EntityStateError, FlushError, InvalidValueError } from '../errors.js'
 import type { Schema, SchemaDefs } from '../schema/define.js'
-import type { AssignInput, CounterDelta, CounterName, CreateInput, Entity, EntityName, IdOf, RelationName, Where } from '../schema/infer.js'
+import type { AssignInput, CounterDelta, CounterName, CreateInput, Entity, EntityName } from '../schema/infer.js'
 import { STATE, type HasState } from '../entities/entity-state.js'
 import type { ChangeSet } from '../flush/change-set.js'
 import { flushCandidates } from '../entities/dirty.js'
@@ -9,16 +9,11 @@ import { needingIds } from '../flush/change-set.js'
 import { flush, type FlushResult } from '../flush/flush.js'
 import { afterCommitCalls, runBeforeHooks, validateHook, type HookTable } from './hooks.js'
 import { fetchOn, type IdPool } from '../ids/id-pool.js'
-import { Loader } from './loader.js'
 import { TransactionJournal } from '../entities/transaction-journal.js'
-import { UnitOfWork } from '../entities/unit-of-work.js'
 import { DEFAULT_MAX_ROWS } from '../plan/chunk.js'
 import { validate } from '../entities/validation.js'
 import { checkMutableValues } from '../entities/entity-class.js'
-import { conditions } from './where.js'
-import { lockingRead, rowLock, selectOptions, type FindOptions, type LockOptions } from './read-options.js'
-
-export type { FindOptions, LockOptions }
+import { EntityReads, type ReadSettings } from './entity-reads.js'
 
 /** What `em.upsert` conflicts on: a unique property, the properties of a unique key, or a provided id. */
 export interface UpsertOptions<D extends SchemaDefs, K extends EntityName<D>> {
@@ -52,9 +47,7 @@ export interface Hooks<D extends SchemaDefs> {
  * One unit of work, typically one per request: an identity map of the entities it loaded or
  * created, and `flush()`, which writes every change in one transaction and (ids known) one round trip.
  */
-export class EntityManager<D extends SchemaDefs> {
-  private readonly uow = new UnitOfWork()
-  private readonly loader: Loader
+export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
   private flushing = false
   private assigning = false
   /** afterCommit calls of flushes inside `transaction()`, made once it commits. */
@@ -62,13 +55,14 @@ export class EntityManager<D extends SchemaDefs> {
 
   /** @internal use `Flushwave.em()` */
   constructor(
-    private readonly schema: Schema<D>,
-    private executor: Executor,
+    schema: Schema<D>,
+    executor: Executor,
     private readonly ids: IdPool,
     private readonly hooks: Hooks<D> = {},
     private readonly maxRowsPerStatement: number = DEFAULT_MAX_ROWS,
+    reads: ReadSettings = {},
   ) {
-    this.loader = new Loader(this.uow, () => this.executor)
+    super(schema, executor, reads)
   }
 
   /**
@@ -186,27 +180,6 @@ export class EntityManager<D extends SchemaDefs> {
   }
 
   /**
-   * The entity with this id; throws NotFoundError when there is none. Calls in one tick share one
-   * query. With `{ lock }` (inside `em.transaction()`), the row is read and locked even when the
-   * entity is already here, and the entity takes the row's values but for its unflushed changes.
-   */
-  async load<K extends EntityName<D>>(name: K, id: IdOf<D, K>, options: LockOptions = {}): Promise<Entity<D, K>> {
-    const found = await this.tryLoad(name, id, options)
-    if (!found) throw new NotFoundError(name, id)
-    return found
-  }
-
-  /** Like `load`, but resolves with undefined when there is no such row. */
-  async tryLoad<K extends EntityName<D>>(name: K, id: IdOf<D, K>, options: LockOptions = {}): Promise<Entity<D, K> | undefined> {
-    const meta = this.schema.meta(name)
-    const reason = meta.id.type.check(id)
-    if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
-    const lock = rowLock(meta.name, options, this.uow.journal !== undefined)
-    if (lock === undefined) return (await this.loader.byId(meta, id)) as unknown as Entity<D, K> | undefined
-    return (await lockingRead(meta, () => this.loader.byIdLocked(meta, id, lock))) as unknown as Entity<D, K> | undefined
-  }
-
-  /**
    * Sets several columns and references at once, all or nothing: every value is checked first, so
    * one bad value (InvalidValueError) leaves the entity as it was, unlike `Object.assign`.
    */
@@ -229,44 +202,9 @@ export class EntityManager<D extends SchemaDefs> {
     this.uow.increment(entity as unknown as HasState, prop, by)
   }
 
-  /** A reference to a row by id, without reading it: set it on a many-to-one, or remove it. */
-  ref<K extends EntityName<D>>(name: K, id: IdOf<D, K>): Entity<D, K> {
-    const meta = this.schema.meta(name)
-    const reason = meta.id.type.check(id)
-    if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
-    return this.uow.reference(meta, id) as unknown as Entity<D, K>
-  }
-
-  /** Entities whose properties match `where` (every condition ANDed). */
-  async find<K extends EntityName<D>>(name: K, where: Where<D, K> = {}, options: FindOptions<D, K> = {}): Promise<Entity<D, K>[]> {
-    const meta = this.schema.meta(name)
-    const select = selectOptions(meta, options, this.uow.journal !== undefined)
-    const read = () => this.loader.find(meta, conditions(meta, where as Record<string, unknown>), select)
-    const found = select.lock === undefined ? await read() : await lockingRead(meta, read)
-    return found as unknown as Entity<D, K>[]
-  }
-
-  /** The first entity `find` would return (`orderBy` decides which), or undefined. */
-  async findOne<K extends EntityName<D>>(name: K, where: Where<D, K>, options: Omit<FindOptions<D, K>, 'limit'> = {}): Promise<Entity<D, K> | undefined> {
-    const [first] = await this.find(name, where, { ...options, limit: 1 })
-    return first
-  }
-
   /** Marks an entity for deletion by the next flush (a new one is simply dropped). */
   remove<K extends EntityName<D>>(entity: Entity<D, K>): void {
     this.uow.remove(entity as unknown as HasState)
-  }
-
-  /**
-   * Loads relations of many entities at once: one query per relation, whatever the number of
-   * entities. Many-to-one targets, one-to-many and many-to-many collections.
-   */
-  async populate<K extends EntityName<D>>(entities: Entity<D, K> | readonly Entity<D, K>[], ...relations: RelationName<D, K>[]): Promise<void> {
-    const list = (Array.isArray(entities) ? entities : [entities]) as unknown as HasState[]
-    if (list.length === 0) return
-    const meta = this.uow.own(list[0]).meta
-    for (const e of list) if (this.uow.own(e).meta !== meta) throw new EntityStateError('populate() takes entities of one type')
-    await Promise.all(relations.map((relation) => this.loader.populate(list, relation)))
   }
 
   /**
@@ -315,13 +253,5 @@ export class EntityManager<D extends SchemaDefs> {
     }
   }
 
-  /** The id, or undefined for a new sequence-id entity that has none yet (see `create` and `assignIds`). */
-  idOf<K extends EntityName<D>>(entity: Entity<D, K>): IdOf<D, K> | undefined {
-    return this.uow.own(entity).id as IdOf<D, K> | undefined
-  }
 
-  /** Whether the entity's row has been read (false for references not loaded yet). */
-  isLoaded<K extends EntityName<D>>(entity: Entity<D, K>): boolean {
-    return this.uow.own(entity).status !== 'stub'
-  }
 }

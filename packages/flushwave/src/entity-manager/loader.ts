@@ -6,7 +6,7 @@ import { STATE, type HasState } from '../entities/entity-state.js'
 import type { ManyToManyCollection } from '../entities/many-to-many.js'
 import type { OneToManyCollection } from '../entities/one-to-many.js'
 import type { UnitOfWork } from '../entities/unit-of-work.js'
-import type { Condition } from '../sql/render-select.js'
+import type { Condition } from '../sql/conditions.js'
 
 interface Waiting {
   readonly resolve: (entity: HasState | undefined) => void
@@ -42,7 +42,7 @@ export class Loader {
     })
   }
 
-  async find(meta: EntityMeta, where: readonly Condition[], options: SelectOptions): Promise<HasState[]> {
+  async find(meta: EntityMeta, where: Condition, options: SelectOptions): Promise<HasState[]> {
     const rows = await this.executor().read(renderFind(meta, where, options))
     // A locking read returns the rows as they are now: entities already here take their values.
     const entities: HasState[] = []
@@ -136,4 +136,54 @@ export class Loader {
     }
     throw new InvalidValueError(meta.name, relation, undefined, 'is not a relation')
   }
+
+  /**
+   * Loads every relation the paths name, level by level: the relations of one level together (one
+   * round trip), then those of the entities they reached. `'books.reviews'` and `'books.tags'` load
+   * `books` once.
+   */
+  async populatePaths(list: readonly HasState[], paths: readonly string[]): Promise<void> {
+    const tree: PathTree = new Map()
+    for (const path of paths) {
+      let node = tree
+      for (const relation of path.split('.')) {
+        let next = node.get(relation)
+        if (!next) node.set(relation, (next = new Map()))
+        node = next
+      }
+    }
+    let level: { entities: readonly HasState[]; tree: PathTree }[] = [{ entities: list, tree }]
+    while (level.length > 0) {
+      const next: { entities: readonly HasState[]; tree: PathTree }[] = []
+      await Promise.all(
+        level.flatMap(({ entities, tree }) =>
+          [...tree].map(async ([relation, below]) => {
+            await this.populate(entities, relation)
+            const reached = below.size > 0 ? related(entities, relation) : []
+            if (reached.length > 0) next.push({ entities: reached, tree: below })
+          }),
+        ),
+      )
+      level = next
+    }
+  }
+}
+
+/** Relations by name, each with the paths that go on from it. */
+type PathTree = Map<string, PathTree>
+
+/** The entities that a loaded relation of `entities` holds, each once (none for a collection not loaded). */
+function related(entities: readonly HasState[], relation: string): HasState[] {
+  const out = new Set<HasState>()
+  for (const entity of entities) {
+    const state = entity[STATE]
+    if (state.meta.fieldByProp.has(relation)) {
+      const target = state.values[relation] as HasState | null | undefined
+      if (target && target[STATE].status !== 'stub' && target[STATE].status !== 'detached') out.add(target)
+      continue
+    }
+    const collection = state.collections?.get(relation) as { isLoaded: boolean; items: readonly HasState[] } | undefined
+    if (collection?.isLoaded) for (const item of collection.items) out.add(item)
+  }
+  return [...out]
 }

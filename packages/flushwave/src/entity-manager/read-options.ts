@@ -1,4 +1,6 @@
-import type { EntityName, OrderBy } from '../schema/infer.js'
+import type { EntityName } from '../schema/infer.js'
+import type { OrderBy } from '../schema/filters.js'
+import type { PopulatePath } from '../schema/read-types.js'
 import type { SchemaDefs } from '../schema/define.js'
 import type { EntityMeta } from '../schema/meta.js'
 import type { RowLock, SelectOptions } from '../sql/render-select.js'
@@ -28,10 +30,17 @@ export interface LockOptions {
 export interface FindOptions<D extends SchemaDefs, K extends EntityName<D>> extends LockOptions {
   readonly orderBy?: OrderBy<D, K>
   readonly limit?: number
+  /** Rows to skip first (for pages by number; `findPage` pages by cursor, which rows written meanwhile never shift). */
+  readonly offset?: number
+  /** Relations, or paths of them, to load with the entities found (see `em.populate`). */
+  readonly populate?: readonly PopulatePath<D, K>[]
 }
 
+/** `find()`'s options as an untyped caller may pass them. */
+export type UncheckedFindOptions = LockOptions & { readonly orderBy?: object; readonly limit?: number; readonly offset?: number; readonly populate?: readonly string[] }
+
 /** `find()`'s options, checked: the order, limit and lock of its SELECT. */
-export function selectOptions(meta: EntityMeta, options: FindOptions<SchemaDefs, string>, inTransaction: boolean): SelectOptions {
+export function selectOptions(meta: EntityMeta, options: UncheckedFindOptions, inTransaction: boolean): SelectOptions {
   // Untyped callers: null or an array here would otherwise be read as "no options" or by index.
   if (!isPlainObject(options as unknown)) throw new InvalidValueError(meta.name, 'options', options, 'find() options must be an object')
   if (options.orderBy !== undefined && !isPlainObject(options.orderBy as unknown)) {
@@ -42,11 +51,15 @@ export function selectOptions(meta: EntityMeta, options: FindOptions<SchemaDefs,
     if (dir !== 'asc' && dir !== 'desc') throw new InvalidValueError(meta.name, prop, dir, "order must be 'asc' or 'desc'")
     return [column.quoted, dir] as const
   })
-  if (options.limit !== undefined && !(Number.isSafeInteger(options.limit) && options.limit >= 0)) {
-    throw new InvalidValueError(meta.name, 'limit', options.limit, 'expected a non-negative integer')
+  for (const key of ['limit', 'offset'] as const) {
+    const n = options[key]
+    if (n !== undefined && !(Number.isSafeInteger(n) && n >= 0)) throw new InvalidValueError(meta.name, key, n, 'expected a non-negative integer')
+  }
+  if (options.populate !== undefined && !(Array.isArray(options.populate) && options.populate.every((p) => typeof p === 'string'))) {
+    throw new InvalidValueError(meta.name, 'populate', options.populate, 'expected an array of relation paths')
   }
   const lock = rowLock(meta.name, options, inTransaction)
-  return { orderBy, lock, ...(options.limit === undefined ? {} : { limit: options.limit }) }
+  return { orderBy, lock, ...(options.limit === undefined ? {} : { limit: options.limit }), ...(options.offset === undefined ? {} : { offset: options.offset }) }
 }
 
 /** The checked lock of a read, or undefined; a lock outside `em.transaction()` would end with the read. */

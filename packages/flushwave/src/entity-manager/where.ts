@@ -1,89 +1,184 @@
-import { EntityStateError, InvalidValueError } from '../errors.js'
-import type { EntityMeta, FieldMeta } from '../schema/meta.js'
-import { text as textType, type ColumnType } from '../schema/column-types.js'
-import type { ComparisonOp, Condition } from '../sql/render-select.js'
 import { label, stateOf } from '../entities/entity-state.js'
+import { EntityStateError, InvalidValueError } from '../errors.js'
+import { text as textType, type ColumnType } from '../schema/column-types.js'
+import type { EntityMeta, FieldMeta } from '../schema/meta.js'
+import { allOf, type ColumnRef, type CompareOp, type Condition, type Quantifier } from '../sql/conditions.js'
 
-// Operators are looked up with Object.hasOwn: `constructor`, `toString` or `__proto__` must not
-// find Object.prototype's members (their text would end up in the SQL).
-const OPERATORS: Readonly<Record<string, ComparisonOp>> = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like' }
-
-/** Checks a `find` where object against the schema and turns its values into text-form conditions. */
-export function conditions(meta: EntityMeta, where: Record<string, unknown>): Condition[] {
-  // Untyped callers: null, an array or an entity would otherwise fail raw or match every row.
-  if (!isPlainObject(where)) throw new InvalidValueError(meta.name, 'where', where, 'find() conditions must be an object of properties')
-  const out: Condition[] = []
-  for (const [prop, spec] of Object.entries(where)) {
-    const column = columnOf(meta, prop) // an unknown property is an error even with an undefined value
-    if (spec === undefined) continue
-    if (spec === null) {
-      out.push({ column: column.quoted, op: 'is null' })
-    } else if (!isComparison(spec)) {
-      out.push({ column: column.quoted, sqlType: column.type.sqlType, op: '=', value: toText(meta, prop, column, spec) })
-    } else {
-      for (const [key, value] of Object.entries(spec)) {
-        if (key !== 'in' && key !== 'isNull' && !Object.hasOwn(OPERATORS, key)) {
-          throw new InvalidValueError(meta.name, prop, spec, `unknown operator ${JSON.stringify(key)}`)
-        }
-        if (value === undefined) continue
-        if (key === 'in') {
-          if (!Array.isArray(value)) throw new InvalidValueError(meta.name, prop, value, '`in` takes an array')
-          out.push({ column: column.quoted, sqlType: column.type.sqlType, op: 'in', values: textsOf(meta, prop, column, value) })
-        } else if (key === 'isNull') {
-          // A string such as 'false' is truthy: only a boolean says which.
-          if (typeof value !== 'boolean') throw new InvalidValueError(meta.name, prop, value, '`isNull` takes a boolean')
-          out.push({ column: column.quoted, op: value ? 'is null' : 'is not null' })
-        } else if (key === 'like') {
-          // PostgreSQL has LIKE for text only (uuid, numeric, enums, integers have no ~~ operator).
-          if (column.type.sqlType !== 'text') throw new InvalidValueError(meta.name, prop, value, '`like` applies to text properties only')
-          const reason = typeof value === 'string' ? textType.check(value) : '`like` takes a string pattern'
-          if (reason) throw new InvalidValueError(meta.name, prop, value, reason)
-          out.push({ column: column.quoted, sqlType: 'text', op: 'like', value: value as string })
-        } else {
-          out.push({ column: column.quoted, sqlType: column.type.sqlType, op: OPERATORS[key]!, value: toText(meta, prop, column, value) })
-        }
-      }
-    }
-  }
-  return out
+/**
+ * Checks a `where` (schema/filters.ts) against the schema and turns it into a condition tree with
+ * every value in text form: an unknown property, an operator its type lacks or a value its column
+ * would refuse is an InvalidValueError, before anything is sent. Keys are read as own properties
+ * only: `constructor`, `toString` or `__proto__` never find Object.prototype's members.
+ */
+export function conditionOf(meta: EntityMeta, where: unknown): Condition {
+  return whereOf(meta, where, [], 'where')
 }
 
-interface ColumnRef {
-  readonly quoted: string
+const LOGIC = new Set(['and', 'or', 'not'])
+const EQUALITY = new Set(['eq', 'ne', 'in', 'nin', 'isNull'])
+const ORDERED = new Set([...EQUALITY, 'gt', 'gte', 'lt', 'lte', 'between'])
+const TEXT = new Set([...ORDERED, 'like', 'ilike', 'notLike'])
+const JSON_OPS = new Set(['eq', 'ne', 'isNull', 'contains', 'containedBy', 'hasKey'])
+const QUANTIFIERS = new Set<string>(['some', 'none', 'every'])
+const COMPARE: Readonly<Record<string, CompareOp>> = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like', ilike: 'ilike', notLike: 'not like', contains: '@>', containedBy: '<@' }
+
+/** The column a property names, as a condition or an `orderBy` reads it. */
+interface Target {
+  readonly meta: EntityMeta
+  readonly prop: string
   readonly type: ColumnType<unknown>
+  readonly ref: ColumnRef
   readonly field: FieldMeta | undefined
 }
 
-export function columnOf(meta: EntityMeta, prop: string): ColumnRef {
-  if (prop === meta.id.prop) return { quoted: meta.id.quoted, type: meta.id.type, field: undefined }
+function whereOf(meta: EntityMeta, where: unknown, through: readonly FieldMeta[], what: string): Condition {
+  // Untyped callers: null, an array or an entity would otherwise fail raw or match every row.
+  if (!isPlainObject(where)) throw new InvalidValueError(meta.name, what, where, 'conditions must be an object of properties')
+  const out: Condition[] = []
+  for (const [key, spec] of Object.entries(where)) {
+    if (spec === undefined && !LOGIC.has(key)) {
+      // An unknown property is an error even with an undefined value.
+      if (!isProperty(meta, key)) throw new InvalidValueError(meta.name, key, undefined, `is not a property of ${meta.name}`)
+      continue
+    }
+    if (key === 'and' || key === 'or') {
+      if (spec === undefined) continue
+      if (!Array.isArray(spec)) throw new InvalidValueError(meta.name, key, spec, `\`${key}\` takes an array of conditions`)
+      const items = spec.map((item: unknown) => whereOf(meta, item, through, key))
+      out.push(key === 'and' ? allOf(items) : { kind: 'or', items })
+    } else if (key === 'not') {
+      if (spec !== undefined) out.push({ kind: 'not', item: whereOf(meta, spec, through, 'not') })
+    } else {
+      out.push(propertyCondition(meta, key, spec, through))
+    }
+  }
+  return allOf(out)
+}
+
+function propertyCondition(meta: EntityMeta, prop: string, spec: unknown, through: readonly FieldMeta[]): Condition {
+  const relation = meta.oneToMany.find((r) => r.prop === prop) ?? meta.manyToMany.find((r) => r.prop === prop)
+  if (relation) {
+    if (!isPlainObject(spec)) throw new InvalidValueError(meta.name, prop, spec, 'a collection takes { some }, { none } or { every } with conditions on its entities')
+    const items: Condition[] = []
+    for (const [quantifier, where] of Object.entries(spec)) {
+      if (!QUANTIFIERS.has(quantifier)) throw new InvalidValueError(meta.name, prop, spec, `unknown operator ${JSON.stringify(quantifier)}: a collection takes some, none or every`)
+      if (where === undefined) continue
+      const kind = 'inverse' in relation ? ('one-to-many' as const) : ('many-to-many' as const)
+      const related = kind === 'one-to-many' ? { kind, meta: relation as (typeof meta.oneToMany)[number] } : { kind, meta: relation as (typeof meta.manyToMany)[number] }
+      items.push({ kind: 'related', through, relation: related, quantifier: quantifier as Quantifier, where: whereOf(relation.target, where, [], `${prop}.${quantifier}`) })
+    }
+    return allOf(items)
+  }
+  const target = targetOf(meta, prop, through)
+  const ref = target.field?.ref
+  if (ref && isPlainObject(spec)) {
+    const keys = Object.keys(spec)
+    const operators = keys.filter((k) => EQUALITY.has(k))
+    // Conditions on the entity it refers to (a join), unless every key is an operator.
+    if (operators.length === 0) return whereOf(ref.target, spec, [...through, target.field!], prop)
+    if (operators.length < keys.length) {
+      throw new InvalidValueError(meta.name, prop, spec, `mixes operators (${operators.join(', ')}) with conditions on ${ref.target.name}: nest the conditions in \`and\``)
+    }
+  }
+  if (spec === null) return { kind: 'null', column: target.ref, negated: false }
+  if (!isPlainObject(spec)) {
+    if (target.type.sqlType === 'jsonb') throw new InvalidValueError(meta.name, prop, spec, 'a jsonb property takes an object of operators, e.g. { eq: … } or { contains: … }')
+    return compare(target, '=', spec)
+  }
+  return allOf(Object.entries(spec).map(([op, value]) => operatorCondition(target, op, value, spec)))
+}
+
+function operatorCondition(target: Target, op: string, value: unknown, spec: Record<string, unknown>): Condition {
+  const { meta, prop, type } = target
+  const allowed = target.field?.ref ? EQUALITY : type.sqlType === 'jsonb' ? JSON_OPS : type.sqlType === 'text' ? TEXT : type.sqlType === 'bool' ? EQUALITY : ORDERED
+  if (!allowed.has(op)) {
+    throw new InvalidValueError(meta.name, prop, spec, `unknown operator ${JSON.stringify(op)} for this property (it takes ${[...allowed].join(', ')})`)
+  }
+  if (value === undefined) return { kind: 'true' }
+  switch (op) {
+    case 'isNull':
+      // A string such as 'false' is truthy: only a boolean says which.
+      if (typeof value !== 'boolean') throw new InvalidValueError(meta.name, prop, value, '`isNull` takes a boolean')
+      return { kind: 'null', column: target.ref, negated: !value }
+    case 'in':
+    case 'nin': {
+      if (!Array.isArray(value)) throw new InvalidValueError(meta.name, prop, value, `\`${op}\` takes an array`)
+      const values = value.map((v: unknown) => textOf(target, v))
+      // No value: `in` matches no row; `nin` every row, NULLs too (as `<> all` of no values does).
+      if (values.length === 0) return { kind: op === 'in' ? 'false' : 'true' }
+      return { kind: 'in', column: target.ref, values, cast: castOf(target), negated: op === 'nin' }
+    }
+    case 'between': {
+      if (!Array.isArray(value) || value.length !== 2) throw new InvalidValueError(meta.name, prop, value, '`between` takes [low, high]')
+      return { kind: 'between', column: target.ref, low: textOf(target, value[0]), high: textOf(target, value[1]), cast: castOf(target) }
+    }
+    case 'like':
+    case 'ilike':
+    case 'notLike': {
+      const reason = typeof value === 'string' ? textType.check(value) : `\`${op}\` takes a string pattern`
+      if (reason) throw new InvalidValueError(meta.name, prop, value, reason)
+      return { kind: 'compare', column: target.ref, op: COMPARE[op]!, value: value as string, cast: 'text' }
+    }
+    case 'contains':
+    case 'containedBy':
+      return { kind: 'compare', column: target.ref, op: COMPARE[op]!, value: textOf(target, value), cast: 'jsonb' }
+    case 'hasKey': {
+      const reason = typeof value === 'string' ? textType.check(value) : '`hasKey` takes a string'
+      if (reason) throw new InvalidValueError(meta.name, prop, value, reason)
+      return { kind: 'compare', column: target.ref, op: '?', value: value as string, cast: 'text' }
+    }
+    default:
+      return compare(target, COMPARE[op]!, value)
+  }
+}
+
+function compare(target: Target, op: CompareOp, value: unknown): Condition {
+  return { kind: 'compare', column: target.ref, op, value: textOf(target, value), cast: castOf(target) }
+}
+
+/** A foreign key compares in its target's id type; a column in its own. */
+const castOf = (target: Target): string => target.type.sqlType
+
+function targetOf(meta: EntityMeta, prop: string, through: readonly FieldMeta[]): Target {
+  if (prop === meta.id.prop) return { meta, prop, type: meta.id.type, ref: { through, column: meta.id.quoted }, field: undefined }
+  const field = propertyOf(meta, prop)
+  return { meta, prop, type: field.type, ref: { through, column: field.quoted }, field }
+}
+
+const isProperty = (meta: EntityMeta, prop: string): boolean =>
+  prop === meta.id.prop || meta.fieldByProp.has(prop) || meta.oneToMany.some((r) => r.prop === prop) || meta.manyToMany.some((r) => r.prop === prop)
+
+function propertyOf(meta: EntityMeta, prop: string): FieldMeta {
   const field = meta.fieldByProp.get(prop)
-  if (!field) throw new InvalidValueError(meta.name, prop, undefined, 'is not a column or many-to-one of this entity')
-  if (field.type.sqlType === 'jsonb') throw new InvalidValueError(meta.name, prop, undefined, 'jsonb columns cannot be filtered with find()')
-  return { quoted: field.quoted, type: field.type, field }
+  if (!field) throw new InvalidValueError(meta.name, prop, undefined, `is not a property of ${meta.name}`)
+  return field
 }
 
-function textsOf(meta: EntityMeta, prop: string, column: ColumnRef, values: readonly unknown[]): string[] {
-  const texts: string[] = []
-  for (const value of values) texts.push(toText(meta, prop, column, value))
-  return texts
-}
-
-function toText(meta: EntityMeta, prop: string, column: ColumnRef, value: unknown): string {
-  if (column.field?.ref && typeof value === 'object' && value !== null) {
+function textOf(target: Target, value: unknown): string {
+  const { meta, prop, type } = target
+  const ref = target.field?.ref
+  if (ref && typeof value === 'object' && value !== null) {
     const state = stateOf(value)
-    if (!state || state.meta !== column.field.ref.target) throw new InvalidValueError(meta.name, prop, value, `expected a ${column.field.ref.target.name} or its id`)
+    if (!state || state.meta !== ref.target) throw new InvalidValueError(meta.name, prop, value, `expected a ${ref.target.name} or its id`)
     // New: no row refers to it yet (it may have its id already, from the pool at create).
-    if (state.status === 'new') throw new EntityStateError(`${label(state)} is not inserted yet: flush it before using it in find()`)
+    if (state.status === 'new') throw new EntityStateError(`${label(state)} is not inserted yet: flush it before using it in a condition`)
     value = state.id
   }
-  const reason = column.type.check(value)
+  const reason = type.check(value)
   if (reason) throw new InvalidValueError(meta.name, prop, value, reason)
-  return column.type.toText(value)
+  return type.toText(value)
+}
+
+/** The own column a property names, for `orderBy`: the id, a column or a many-to-one's key. */
+export function columnOf(meta: EntityMeta, prop: string): { readonly quoted: string } {
+  if (prop === meta.id.prop) return meta.id
+  const field = meta.fieldByProp.get(prop)
+  if (!field) throw new InvalidValueError(meta.name, prop, undefined, 'is not a column or many-to-one of this entity')
+  if (field.type.sqlType === 'jsonb') throw new InvalidValueError(meta.name, prop, undefined, 'a jsonb column has no order to sort by')
+  return field
 }
 
 /** An object of named values (conditions, a comparison, options): not null, an array, a Date or an entity. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !(value instanceof Date) && !Array.isArray(value) && stateOf(value) === undefined
 }
-
-const isComparison = isPlainObject

@@ -1,6 +1,7 @@
 import * as types from './column-types.js'
 import type { ColumnType } from './column-types.js'
 import { quoteIdent } from './quote.js'
+import type { EqualityOps, JsonOps, TextOps } from './operators.js'
 
 /**
  * Property builders. Each is an immutable value whose type parameters carry what the entity type
@@ -77,20 +78,22 @@ export type PropSpec = ColumnSpec | IdSpec | ManyToOneSpec | OneToManySpec | Man
 /**
  * A column property. `C` marks the number columns (integer, bigint, numeric) that `em.increment`
  * can add to; types tell them apart from other columns of the same JS type (numeric from text).
+ * `O` is the operators `where` offers on it (operators.ts); unknown means the ordered ones.
  */
-export class Column<T, N extends boolean = false, D extends boolean = false, C extends boolean = false> {
+export class Column<T, N extends boolean = false, D extends boolean = false, C extends boolean = false, O = unknown> {
   declare readonly _value: T
   declare readonly _nullable: N
   declare readonly _hasDefault: D
   declare readonly _counter: C
+  declare readonly _operators: O
   constructor(readonly spec: ColumnSpec) {}
 
-  nullable(): Column<T, true, D, C> {
+  nullable(): Column<T, true, D, C, O> {
     return new Column({ ...this.spec, nullable: true })
   }
 
   /** A client-side default: applied by `em.create`, and written into emitted DDL when it is a literal. */
-  default(value: T | (() => T)): Column<T, N, true, C> {
+  default(value: T | (() => T)): Column<T, N, true, C, O> {
     // An object default (a JSON document, a Date) is copied for each entity: sharing one would let
     // a change made in place to one entity's value show in every other's.
     const make = typeof value === 'function' ? (value as () => T) : typeof value === 'object' && value !== null ? () => structuredClone(value) : () => value
@@ -98,12 +101,12 @@ export class Column<T, N extends boolean = false, D extends boolean = false, C e
     return new Column({ ...this.spec, default: { make, sql } })
   }
 
-  unique(): Column<T, N, D, C> {
+  unique(): Column<T, N, D, C, O> {
     return new Column({ ...this.spec, unique: true })
   }
 
   /** Database column name, when it is not the snake_case of the property. */
-  column(name: string): Column<T, N, D, C> {
+  column(name: string): Column<T, N, D, C, O> {
     return new Column({ ...this.spec, column: name })
   }
 
@@ -192,13 +195,13 @@ export class ManyToMany<Target extends string> {
 }
 
 export type AnyProp =
-  | Column<unknown, boolean, boolean, boolean>
+  | Column<unknown, boolean, boolean, boolean, unknown>
   | Id<unknown, IdStrategy>
   | ManyToOne<string, boolean, boolean>
   | OneToMany<string, string>
   | ManyToMany<string>
 
-function column<T, C extends boolean = false>(type: ColumnType<T>, enumValues?: readonly string[]): Column<T, false, false, C> {
+function column<T, C extends boolean = false, O = unknown>(type: ColumnType<T>, enumValues?: readonly string[]): Column<T, false, false, C, O> {
   return new Column({
     kind: 'column',
     type: type as ColumnType<unknown>,
@@ -254,13 +257,13 @@ export const t = {
   /** uuid primary key made on the client (UUID v7) when the entity is created; `create` may pass one. */
   uuidId: (): Id<string, 'uuid'> =>
     new Id({ kind: 'id', type: types.uuid as ColumnType<unknown>, strategy: 'uuid', column: undefined }),
-  text: (): Column<string> => column(types.text),
+  text: (): Column<string, false, false, false, TextOps> => column(types.text),
   integer: (): Column<number, false, false, true> => column(types.integer),
   bigint: (): Column<bigint, false, false, true> => column(types.bigint),
   numeric: (): Column<string, false, false, true> => column(types.numeric),
-  boolean: (): Column<boolean> => column(types.boolean),
+  boolean: (): Column<boolean, false, false, false, EqualityOps<boolean>> => column(types.boolean),
   timestamptz: (): Timestamp => new Timestamp(column(types.timestamptz).spec),
-  jsonb: <T = unknown>(): Column<T> => column(types.jsonb<T>()),
+  jsonb: <T = unknown>(): Column<T, false, false, false, JsonOps<T>> => column(types.jsonb<T>()),
   uuid: (): Column<string> => column(types.uuid),
   /** A PostgreSQL enum type named `typeName`. */
   /**

@@ -65,6 +65,9 @@ interface Draft {
   manyToMany: ManyToManyMeta[]
 }
 
+/** Property names a `where` takes for itself. */
+const RESERVED = new Set(['and', 'or', 'not'])
+
 function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
   const drafts = new Map<string, Draft>()
   const tables = new Map<string, string>()
@@ -81,6 +84,7 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
   for (const [name, def] of Object.entries(defs)) {
     const d = drafts.get(name)!
     for (const [prop, builder] of Object.entries(def.props)) {
+      if (RESERVED.has(prop)) throw new SchemaError(`${name}.${prop}: \`${prop}\` is reserved, as conditions combine with and, or and not: name the property otherwise (.column('${prop}') keeps the column)`)
       const spec = builder.spec
       if (spec.kind === 'column') d.fields.push(columnField(prop, spec))
       if (spec.kind === 'manyToOne') d.fields.push(referenceField(prop, spec, target(name, prop, spec.target)))

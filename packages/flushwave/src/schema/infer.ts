@@ -20,9 +20,9 @@ export declare const entityName: unique symbol
 
 export type EntityName<D extends SchemaDefs> = keyof D & string
 
-type PropsOf<D extends SchemaDefs, K extends EntityName<D>> = D[K] extends EntityDef<infer P> ? P : never
+export type PropsOf<D extends SchemaDefs, K extends EntityName<D>> = D[K] extends EntityDef<infer P> ? P : never
 
-type Nullable<T, N> = N extends true ? T | null : T
+export type Nullable<T, N> = N extends true ? T | null : T
 
 type WritableValue<D extends SchemaDefs, P> =
   P extends Column<infer T, infer N, boolean, boolean>
@@ -102,39 +102,6 @@ export type CreateInput<D extends SchemaDefs, K extends EntityName<D>> = {
 /** What `em.assign` takes: any of the entity's columns and many-to-one references. */
 export type AssignInput<D extends SchemaDefs, K extends EntityName<D>> = {
   [F in WritableKeys<PropsOf<D, K>>]?: WritableValue<D, PropsOf<D, K>[F]>
-}
-
-export interface Comparison<T> {
-  eq?: T
-  ne?: T
-  gt?: T
-  gte?: T
-  lt?: T
-  lte?: T
-  in?: readonly T[]
-  isNull?: boolean
-}
-
-type FilterValue<D extends SchemaDefs, P> =
-  P extends Column<infer T, infer N, boolean, boolean>
-    ? Nullable<T, N> | (Comparison<T> & (T extends string ? { like?: string } : unknown))
-    : P extends ManyToOne<infer Target, infer N, boolean>
-      ? Target extends EntityName<D>
-        ? Nullable<Entity<D, Target> | IdOf<D, Target>, N> | Comparison<Entity<D, Target> | IdOf<D, Target>>
-        : never
-      : P extends Id<infer T, IdStrategy>
-        ? T | Comparison<T>
-        : never
-
-type FilterKeys<P> = { [F in keyof P]: P[F] extends OneToMany<string, string> | ManyToMany<string> ? never : F }[keyof P]
-
-/** `em.find` conditions: each property equals a value, or meets a comparison; all are ANDed. */
-export type Where<D extends SchemaDefs, K extends EntityName<D>> = {
-  [F in FilterKeys<PropsOf<D, K>>]?: FilterValue<D, PropsOf<D, K>[F]>
-}
-
-export type OrderBy<D extends SchemaDefs, K extends EntityName<D>> = {
-  [F in FilterKeys<PropsOf<D, K>>]?: 'asc' | 'desc'
 }
 
 /** Names of K's relation properties, for `em.populate`. */

@@ -1,20 +1,15 @@
-import type { Text } from '../plan/changes.js'
 import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
 import { arrayLiteral } from './array-literal.js'
 import { quoteIdent } from '../schema/quote.js'
 import type { Statement } from './statement.js'
-
-/** A checked condition of `em.find`, with its value already in text form. */
-export type Condition =
-  | { readonly column: string; readonly sqlType: string; readonly op: ComparisonOp; readonly value: string }
-  | { readonly column: string; readonly sqlType: string; readonly op: 'in'; readonly values: readonly Text[] }
-  | { readonly column: string; readonly op: 'is null' | 'is not null' }
-
-export type ComparisonOp = '=' | '<>' | '>' | '>=' | '<' | '<=' | 'like'
+import type { Condition } from './conditions.js'
+import { Params, Scope, whereClause } from './render-where.js'
 
 export interface SelectOptions {
+  /** Columns of the entity's own table, quoted, each with its direction. */
   readonly orderBy?: readonly (readonly [column: string, direction: 'asc' | 'desc'])[]
   readonly limit?: number
+  readonly offset?: number
   readonly lock?: RowLock | undefined
 }
 
@@ -66,24 +61,55 @@ export function renderLoadLinks(link: ManyToManyMeta, ownerIds: readonly string[
   }
 }
 
-export function renderFind(entity: EntityMeta, conditions: readonly Condition[], options: SelectOptions = {}): Statement {
-  const params: Text[] = []
-  let text = `select ${selectList(entity)} from ${entity.quotedTable} as t`
-  for (let i = 0; i < conditions.length; i++) {
-    const c = conditions[i]!
-    text += `${i === 0 ? ' where' : ' and'} t.${c.column}`
-    if ('values' in c) text += ` = any(${bind(params, arrayLiteral(c.values), `${c.sqlType}[]`)})`
-    else if ('value' in c) text += ` ${c.op} ${bind(params, c.value, c.sqlType)}`
-    else text += ` ${c.op}`
-  }
+/** The entity's rows that meet `where`, in select-list order (see selectList). */
+export function renderFind(entity: EntityMeta, where: Condition, options: SelectOptions = {}): Statement {
+  const scope = new Scope(entity, 't', new Params())
+  const params = scope.params
+  let text = whereClause(where, scope)
   if (options.orderBy?.length) text += ` order by ${options.orderBy.map(([c, d]) => `t.${c} ${d}`).join(', ')}`
-  if (options.limit !== undefined) text += ` limit ${bind(params, String(options.limit), 'int8')}`
+  if (options.limit !== undefined) text += ` limit ${params.bind(String(options.limit), 'int8')}`
+  if (options.offset !== undefined && options.offset > 0) text += ` offset ${params.bind(String(options.offset), 'int8')}`
   text += lockClause(options.lock)
-  return { text, params }
+  return { text: `select ${selectList(entity)} from ${scope.from()}${text}`, params: params.values }
 }
 
-/** Adds a bind parameter; returns its placeholder, with its cast. */
-function bind(params: Text[], value: Text, cast: string): string {
-  params.push(value)
-  return `$${params.length}::${cast}`
+/** How many of the entity's rows meet `where`: one row, one int8. */
+export function renderCount(entity: EntityMeta, where: Condition): Statement {
+  const scope = new Scope(entity, 't', new Params())
+  const clause = whereClause(where, scope)
+  return { text: `select count(*)::int8 from ${scope.from()}${clause}`, params: scope.params.values }
+}
+
+/** Whether any of the entity's rows meets `where`: one row, one boolean. */
+export function renderExists(entity: EntityMeta, where: Condition): Statement {
+  const scope = new Scope(entity, 't', new Params())
+  const clause = whereClause(where, scope)
+  return { text: `select exists (select from ${scope.from()}${clause})`, params: scope.params.values }
+}
+
+/** What `renderAggregate` computes: per group of `groupBy` columns (none: one group of every row). */
+export interface AggregateSpec {
+  readonly groupBy: readonly AggregateColumn[]
+  readonly functions: readonly { readonly fn: 'sum' | 'avg' | 'min' | 'max'; readonly column: AggregateColumn }[]
+}
+
+export interface AggregateColumn {
+  readonly quoted: string
+  /** How the column is selected (ColumnType.selectExpr) for a value the client reads exactly. */
+  readonly select: (expr: string) => string
+}
+
+/**
+ * One row per group: the group's columns, `count(*)` as int8, then each function in order; sums and
+ * averages as text (exact decimals), minimums and maximums as the column itself is read. Groups come
+ * in the order of their columns.
+ */
+export function renderAggregate(entity: EntityMeta, where: Condition, spec: AggregateSpec): Statement {
+  const scope = new Scope(entity, 't', new Params())
+  const clause = whereClause(where, scope)
+  const groups = spec.groupBy.map((c) => `t.${c.quoted}`)
+  const list = [...spec.groupBy.map((c) => c.select(`t.${c.quoted}`)), 'count(*)::int8']
+  for (const { fn, column } of spec.functions) list.push(fn === 'sum' || fn === 'avg' ? `${fn}(t.${column.quoted})::text` : column.select(`${fn}(t.${column.quoted})`))
+  const grouping = groups.length > 0 ? ` group by ${groups.join(', ')} order by ${groups.join(', ')}` : ''
+  return { text: `select ${list.join(', ')} from ${scope.from()}${clause}${grouping}`, params: scope.params.values }
 }

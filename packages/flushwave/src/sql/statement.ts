@@ -12,6 +12,11 @@ export interface Statement {
    * select-list order (see returning.ts). Reads always come as arrays.
    */
   readonly returnsRows?: boolean
+  /**
+   * A read whose rows come as objects keyed by column name, each value as the driver parses it
+   * (`em.query`), instead of arrays in select-list order.
+   */
+  readonly objects?: boolean
 }
 
 /** A statement of a flush, with the op it came from for results and error messages. */

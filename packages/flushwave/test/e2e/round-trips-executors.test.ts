@@ -226,6 +226,30 @@ describe.each(EXECUTORS)(`round trips of %s${bouncer ? ' through PgBouncer (tran
     })
   })
 
+  it("a list endpoint's filtered page, its count and a populate, made together, share one round trip, cold and warm", async () => {
+    await onExecutor(name, async (orm) => {
+      await graph(orm, 'list')()
+      const times: number[] = []
+      for (const round of ['cold', 'warm']) {
+        const where = { author: { name: 'list' }, reviews: { some: { stars: { gte: 4 } } } } as const
+        let result: [number, { items: unknown[]; hasNextPage: boolean }, void] | undefined
+        const ms = await fastestMs(async () => {
+          // The authors to populate are read first, at no latency; then the three reads at once.
+          await proxy.setLatency(0)
+          const em = orm.em()
+          const authors = await em.find('Author', { name: 'list' })
+          await proxy.setLatency(LATENCY)
+          result = await Promise.all([em.count('Book', where), em.findPage('Book', where, { orderBy: { title: 'asc' }, first: 4 }), em.populate(authors, 'books')])
+        })
+        await proxy.setLatency(0)
+        expect([result![0], result![1].items.length, result![1].hasNextPage]).toEqual([10, 4, true])
+        times.push(ms)
+        console.log(`${via}: count + page + populate at once (${round}) ${ms.toFixed(0)} ms`)
+      }
+      for (const ms of times) oneRoundTrip(ms)
+    })
+  })
+
   it('inside em.transaction, reads made together share one round trip, and a flush made with them waits its turn', async () => {
     await onExecutor(name, async (orm) => {
       await graph(orm, 'tx-reads')()

@@ -8,7 +8,6 @@ import { EXACT_UPDATE_SHAPES } from '../../src/sql/render-update.js'
 import { defineSchema, entity, t } from '../../src/index.js'
 import type { EntityMeta } from '../../src/schema/meta.js'
 import type { SchemaFacts } from '../../src/schema/derive.js'
-import { renderFind } from '../../src/sql/render-select.js'
 import { bookstore } from '../support/bookstore.js'
 import { bookstoreUuid } from '../support/bookstore-uuid.js'
 
@@ -296,25 +295,6 @@ describe('write statements', () => {
 
   it('plan nothing for no changes', () => {
     expect(planFlush(empty, bookstore).waves).toEqual([])
-  })
-})
-
-describe('select statements', () => {
-  it('bind every value and cast it to the column type', () => {
-    const s = renderFind(
-      Book,
-      [
-        { column: '"title"', sqlType: 'text', op: 'like', value: "O'Brien%" },
-        { column: '"author_id"', sqlType: 'int8', op: 'in', values: ['1', '2'] },
-        { column: '"pages"', op: 'is null' },
-      ],
-      { orderBy: [['"title"', 'desc']], limit: 5 },
-    )
-    expect(s.text).toBe(
-      'select t."id", t."title", t."pages", t."status", t."meta"::text, t."author_id" from "book" as t ' +
-        'where t."title" like $1::text and t."author_id" = any($2::int8[]) and t."pages" is null order by t."title" desc limit $3::int8',
-    )
-    expect(s.params).toEqual(["O'Brien%", '{"1","2"}', '5'])
   })
 })
 

@@ -61,6 +61,50 @@ describe('inferred entity types', () => {
     expectTypeOf(check).toBeFunction()
   })
 
+  it('types the reads: where trees, relation conditions, counts, aggregates, pages and populate paths', () => {
+    const check = async (em: EntityManager<D>) => {
+      void em.find('Book', { or: [{ author: { name: { ilike: 'a%' } } }, { reviews: { some: { stars: 5 } } }], not: { status: 'draft' } })
+      void em.find('Author', { books: { every: { tags: { none: { name: 'x' } } } }, email: { notLike: '%@x' } })
+      void em.find('Book', { meta: { contains: { tags: ['a'] }, hasKey: 'isbn' }, pages: { nin: [1], between: [1, 9] } })
+      // @ts-expect-error like is for text: a uuid, numeric or integer column has no pattern match
+      void em.find('Author', { rating: { like: '1%' } })
+      // @ts-expect-error a jsonb column takes operators, not a document
+      void em.find('Book', { meta: { isbn: 'x' } })
+      // @ts-expect-error unknown property of the entity a many-to-one leads to
+      void em.find('Book', { author: { nmae: 'x' } })
+      // @ts-expect-error some is for collections, not a many-to-one
+      void em.find('Book', { author: { some: { name: 'x' } } })
+      // @ts-expect-error a collection takes some, none or every
+      void em.find('Author', { books: { title: 'x' } })
+      void em.find('Book', { status: 'draft', pages: 1, title: 't', meta: null, author: 1, tags: {}, reviews: {}, id: 1, and: [], or: [], not: {} })
+      // @ts-expect-error not a property
+      void em.find('Book', { x: 1 })
+      expectTypeOf(await em.count('Book', { title: 'x' })).toEqualTypeOf<number>()
+      expectTypeOf(await em.exists('Book')).toEqualTypeOf<boolean>()
+      const sums = await em.aggregate('Book', {}, { sum: ['pages'], max: ['title'] })
+      expectTypeOf(sums.count).toEqualTypeOf<number>()
+      expectTypeOf(sums.sum.pages).toEqualTypeOf<number | null>()
+      expectTypeOf(sums.max.title).toEqualTypeOf<string | null>()
+      const rating = await em.aggregate('Author', {}, { avg: ['rating'], sum: ['rating'] })
+      expectTypeOf(rating.sum.rating).toEqualTypeOf<string | null>() // numeric stays an exact string
+      const groups = await em.aggregate('Book', {}, { groupBy: ['status', 'author'] })
+      expectTypeOf(groups).toEqualTypeOf<({ readonly status: 'draft' | 'published'; readonly author: number } & { readonly count: number })[]>()
+      // @ts-expect-error the sum of a text column
+      void em.aggregate('Book', {}, { sum: ['title'] })
+      // @ts-expect-error no minimum of a jsonb column
+      void em.aggregate('Book', {}, { min: ['meta'] })
+      const page = await em.findPage('Book', { status: 'published' }, { orderBy: { title: 'desc' }, first: 10 })
+      expectTypeOf(page.items).toEqualTypeOf<Book[]>()
+      expectTypeOf(page.endCursor).toEqualTypeOf<string | undefined>()
+      void em.populate(page.items, 'reviews.book.author', 'tags')
+      // @ts-expect-error not a path of relations
+      void em.populate(page.items, 'reviews.stars')
+      void em.find('Author', {}, { populate: ['books.reviews'], offset: 10, limit: 5 })
+      expectTypeOf(await em.findBySql('Book', 'select * from book')).toEqualTypeOf<Book[]>()
+    }
+    expectTypeOf(check).toBeFunction()
+  })
+
   it('makes only non-null columns without defaults required on create', () => {
     expectTypeOf<CreateInput<D, 'Author'>>().toEqualTypeOf<{ name: string } & { email?: string | null; rating?: string; createdAt?: Date }>()
     expectTypeOf<Where<D, 'Tag'>>().toHaveProperty('name')

@@ -45,7 +45,7 @@ export class NodePostgresPort implements Port {
   }
 
   async query(statement: Statement): Promise<QueryResult> {
-    return { rows: (await this.source.query(pgQuery(statement, 'array'))).rows as unknown[][], roundTrips: 1 }
+    return { rows: (await this.source.query(pgQuery(statement, statement.objects ? undefined : 'array'))).rows as unknown[][], roundTrips: 1 }
   }
 
   transaction<T>(fn: (port: Port) => Promise<T>): Promise<T> {

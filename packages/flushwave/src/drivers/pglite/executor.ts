@@ -85,7 +85,7 @@ export class PGlitePort implements Port {
   }
 
   async query(statement: Statement): Promise<QueryResult> {
-    const result = await (this.tx ?? this.db).query(statement.text, [...statement.params], { rowMode: 'array', serializers: AS_GIVEN, onNotice: ignore })
+    const result = await (this.tx ?? this.db).query(statement.text, [...statement.params], { rowMode: statement.objects ? 'object' : 'array', serializers: AS_GIVEN, onNotice: ignore })
     return { rows: result.rows as unknown[][], roundTrips: 1 }
   }
 

@@ -76,7 +76,7 @@ export class PostgresJsPort implements Port {
     let query: ReturnType<typeof run> | undefined
     signal?.addEventListener('abort', () => query?.cancel(), { once: true })
     // afterStaleError: postgres.js may hand a terminated backend's FATAL to the next query (see there).
-    const rows = await afterStaleError(() => (query = run(this.sql, statement, true)))
+    const rows = await afterStaleError(() => (query = run(this.sql, statement, statement.objects !== true)))
     return { rows: withoutLeadingHoles(rows as unknown as unknown[][]), roundTrips: readRoundTrips(query!) }
   }
 

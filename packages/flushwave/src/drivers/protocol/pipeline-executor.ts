@@ -9,6 +9,7 @@ import { lost } from './failures.js'
 import { endsSession, flushError, isServerError } from './pg-error.js'
 import { read } from './reads.js'
 import { DEFAULT_FLUSH_TIMEOUT_MS, withDeadline } from './timeout.js'
+import { streamRows } from './stream.js'
 import { warmUpPort } from './warm-up.js'
 import { writeFlush, writeInTransaction, type WriteContext } from './write.js'
 
@@ -39,6 +40,11 @@ export class PipelineExecutor implements Executor {
     this.emit('read', statement)
     const result = await read(() => this.port.query(statement), { retry: !this.port.inTransaction, timeoutMs: this.context.timeoutMs })
     return result.rows
+  }
+
+  stream(statement: Statement, batchSize: number): AsyncIterableIterator<unknown[][]> {
+    this.emit('read', statement)
+    return streamRows(this.port, statement, batchSize)
   }
 
   async nextIds(requests: readonly IdRequest[]): Promise<IdBlocks> {
