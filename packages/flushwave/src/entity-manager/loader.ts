@@ -144,6 +144,16 @@ export class Loader {
    */
   async populatePaths(list: readonly HasState[], paths: readonly string[]): Promise<void> {
     const tree: PathTree = new Map()
+    const root = list[0]?.[STATE].meta
+    for (const path of paths) {
+      // Every path is checked before anything is read: a bad one sends nothing.
+      let meta = root
+      for (const relation of typeof path === 'string' ? path.split('.') : [path]) {
+        const target = meta && relationTarget(meta, relation)
+        if (!meta || !target) throw new InvalidValueError(root?.name ?? 'populate', String(path), undefined, `${JSON.stringify(relation)} is not a relation of ${meta?.name ?? '?'}`)
+        meta = target
+      }
+    }
     for (const path of paths) {
       let node = tree
       for (const relation of path.split('.')) {
@@ -167,6 +177,11 @@ export class Loader {
       level = next
     }
   }
+}
+
+/** The entity a relation property of `meta` leads to, or undefined when it is no relation. */
+function relationTarget(meta: EntityMeta, relation: string): EntityMeta | undefined {
+  return meta.fieldByProp.get(relation)?.ref?.target ?? meta.oneToMany.find((r) => r.prop === relation)?.target ?? meta.manyToMany.find((r) => r.prop === relation)?.target
 }
 
 /** Relations by name, each with the paths that go on from it. */
