@@ -6,6 +6,7 @@
  * | JSON schema (Ajv, all errors)                  | 400    | { error: 'invalid request', problems }       |
  * | Flushwave ValidationError / InvalidValueError  | 400    | { error: 'validation failed', problems }     |
  * | NotFoundError                                  | 404    | { error: 'not found', entity, id }           |
+ * | InvalidCursorError                             | 400    | { error: 'invalid cursor' }                  |
  * | OptimisticLockError                            | 409    | { error: 'stale version', entity, ids }      |
  * | UniqueViolationError                           | 409    | { error: 'already exists', entity, constraint } |
  * | CheckViolation / ForeignKeyViolation           | 409    | { error: 'conflict', entity, constraint }    |
@@ -19,6 +20,7 @@ import {
   ConnectionLostError,
   FlushError,
   ForeignKeyViolationError,
+  InvalidCursorError,
   InvalidValueError,
   NotFoundError,
   OptimisticLockError,
@@ -84,6 +86,7 @@ export function describeError(error: unknown): { status: number; body: Record<st
     return reply(400, { error: 'validation failed', problems: [{ path: `${error.entity}.${error.property}`, message }] })
   }
   if (error instanceof NotFoundError) return reply(404, { error: 'not found', entity: error.entity, id: error.id })
+  if (error instanceof InvalidCursorError) return reply(400, { error: 'invalid cursor', message: 'start again from the first page' })
   if (error instanceof OptimisticLockError) {
     return reply(409, { error: 'stale version', entity: error.entity, ids: error.ids, message: 'changed since it was read: reload it and retry' })
   }

@@ -37,6 +37,26 @@ export const listQuery = {
     published: { type: 'string', enum: ['true', 'false'] },
   },
 } as const
+/** GET /books/search: filters across relations, a page size and the cursor of the page before. */
+export const searchQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    author: { type: 'string', minLength: 1, maxLength: 100 },
+    tag: { type: 'string', minLength: 1, maxLength: 40 },
+    minStars: { type: 'string', pattern: '^[1-5]$' },
+    first: { type: 'string', pattern: '^[1-9][0-9]?$' },
+    after: { type: 'string', minLength: 1, maxLength: 2000 },
+  },
+} as const
+export interface SearchQuery {
+  author?: string
+  tag?: string
+  minStars?: string
+  first?: string
+  after?: string
+}
+
 export interface ListQuery {
   limit?: string
   authorId?: string

@@ -13,6 +13,7 @@ import {
   createReviewBody,
   idParams,
   listQuery,
+  searchQuery,
   moveBooksBody,
   PATCHABLE,
   patchBookBody,
@@ -22,6 +23,7 @@ import {
   type CreateReviewBody,
   type IdParams,
   type ListQuery,
+  type SearchQuery,
   type MoveBooksBody,
   type PatchBookBody,
 } from './http-schemas.js'
@@ -66,6 +68,24 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
     )
     await populateBooks(em, books)
     return books.map(fullBookView)
+  })
+
+  // A list endpoint: books by author name, tag and review stars (conditions across three relations),
+  // a page of them by cursor and their total, read together in one round trip.
+  app.get<{ Querystring: SearchQuery }>('/books/search', { schema: { querystring: searchQuery } }, async (request) => {
+    const { author, tag, minStars, first, after } = request.query
+    const where = {
+      ...(author ? { author: { name: { ilike: `%${author.replace(/[\\%_]/g, '\\$&')}%` } } } : {}),
+      ...(tag ? { tags: { some: { name: normalizeTag(tag) } } } : {}),
+      ...(minStars ? { reviews: { some: { stars: { gte: Number(minStars) } } } } : {}),
+    }
+    const em = orm.em()
+    const [total, page] = await Promise.all([
+      em.count('Book', where),
+      em.findPage('Book', where, { orderBy: { title: 'asc' }, first: Number(first ?? 20), after }),
+    ])
+    await populateBooks(em, page.items)
+    return { total, items: page.items.map(fullBookView), endCursor: page.endCursor ?? null, hasNextPage: page.hasNextPage }
   })
 
   app.get<{ Params: IdParams }>('/books/:id', { schema: { params: idParams } }, async (request) => {

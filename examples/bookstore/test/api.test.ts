@@ -112,6 +112,29 @@ describe('reads', () => {
   })
 })
 
+describe('GET /books/search', () => {
+  it('filters across relations, pages by cursor and counts', async () => {
+    const name = `Searched ${uid()}`
+    const author = await createAuthor(
+      Array.from({ length: 5 }, (_, i) => ({ title: `S${i} ${uid()}`, price: '1.00', tags: [i % 2 ? 'odd-s' : 'even-s'] })),
+      { name },
+    )
+    for (const book of author.books.slice(0, 4)) await t.call('POST', `/books/${book.id}/reviews`, { stars: book.title.startsWith('S3') ? 2 : 5 })
+    const query = `author=${encodeURIComponent(name.slice(0, 15))}&minStars=4&first=2`
+    const one = await t.call('GET', `/books/search?${query}`)
+    expect(one.status, one.text).toBe(200)
+    expect(one.body).toMatchObject({ total: 3, hasNextPage: true, items: [{ title: expect.stringMatching(/^S0 /) }, { title: expect.stringMatching(/^S1 /) }] })
+    const two = await t.call('GET', `/books/search?${query}&after=${encodeURIComponent(one.body.endCursor)}`)
+    expect(two.body).toMatchObject({ total: 3, hasNextPage: false, items: [{ title: expect.stringMatching(/^S2 /), tags: ['even-s'] }] })
+    const tagged = await t.call('GET', `/books/search?author=${encodeURIComponent(name)}&tag=ODD-S`)
+    expect(tagged.body.items.map((b: { title: string }) => b.title.slice(0, 2))).toEqual(['S1', 'S3'])
+    // A cursor of another search, or a changed one, is a 400; a pattern character in the name is literal.
+    expect((await t.call('GET', `/books/search?tag=odd-s&after=${encodeURIComponent(one.body.endCursor)}`)).status).toBe(400)
+    expect((await t.call('GET', `/books/search?${query}&after=x${encodeURIComponent(one.body.endCursor)}`)).body).toMatchObject({ error: 'invalid cursor' })
+    expect((await t.call('GET', '/books/search?author=%25')).body.total).toBe(0)
+  })
+})
+
 describe('POST /books/:id/reviews', () => {
   it('adds a review and updates the rating and review count of the book', async () => {
     const { books } = await createAuthor()
