@@ -74,8 +74,13 @@ function propertyCondition(meta: EntityMeta, prop: string, spec: unknown, throug
   if (ref && isPlainObject(spec)) {
     const keys = Object.keys(spec)
     const operators = keys.filter((k) => EQUALITY.has(k))
-    // Conditions on the entity it refers to (a join), unless every key is an operator.
-    if (operators.length === 0) return whereOf(ref.target, spec, [...through, target.field!], prop)
+    // Conditions on the entity it refers to (a join), unless every key is an operator. A row whose
+    // reference is NULL refers to no entity, so it meets none of them, not even `not` or `{}`: a
+    // nullable reference must be set (a non-null one always joins its row).
+    if (operators.length === 0) {
+      const nested = whereOf(ref.target, spec, [...through, target.field!], prop)
+      return target.field!.nullable ? allOf([{ kind: 'null', column: target.ref, negated: true }, nested]) : nested
+    }
     if (operators.length < keys.length) {
       throw new InvalidValueError(meta.name, prop, spec, `mixes operators (${operators.join(', ')}) with conditions on ${ref.target.name}: nest the conditions in \`and\``)
     }

@@ -113,7 +113,8 @@ function renderRelated(c: Extract<Condition, { kind: 'related' }>, scope: Scope)
   const target = c.relation.meta.target
   const inner = new Scope(target, params.alias('s'), params)
   const condition = c.where.kind === 'true' ? '' : renderCondition(c.where, inner)
-  const meets = c.quantifier === 'every' ? ` and (${condition || 'true'}) is not true` : condition ? ` and ${condition}` : ''
+  const grouped = c.where.kind === 'or' ? `(${condition})` : condition
+  const meets = c.quantifier === 'every' ? ` and (${condition || 'true'}) is not true` : condition ? ` and ${grouped}` : ''
   // The FROM is written once the condition is rendered: its joins are known then.
   let from: string
   let link: string

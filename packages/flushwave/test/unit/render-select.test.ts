@@ -39,6 +39,14 @@ describe('select statements', () => {
     )
   })
 
+  it('require a nullable reference to be set before conditions on its entity, and group an or inside some', () => {
+    const Review = bookstore.meta('Review')
+    const nested = renderFind(Author, conditionOf(Author, { books: { some: { or: [{ pages: 1 }, { reviews: { none: {} } }] } } }))
+    expect(nested.text).toContain('exists (select from "book" as s1 where s1."author_id" = t."id" and (s1."pages" = $1::int4 or not exists (select from "review" as s2 where s2."book_id" = s1."id")))')
+    // book_id is NOT NULL: its row always joins. A nullable reference has no entity when NULL.
+    expect(renderFind(Review, conditionOf(Review, { book: { not: { title: 'x' } } })).text).toContain('where (j1."title" = $1::text) is not true')
+  })
+
   it('take nin, between, jsonb containment and keys', () => {
     const s = renderFind(Book, conditionOf(Book, { pages: { nin: [1, 2], between: [10, 20] }, meta: { contains: { tags: ['a'] }, hasKey: 'isbn' } }))
     expect(s.text).toBe(`${columns} where t."pages" <> all($1::int4[]) and t."pages" between $2::int4 and $3::int4 and t."meta" @> $4::jsonb and t."meta" ? $5::text`)
