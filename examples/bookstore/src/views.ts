@@ -80,9 +80,12 @@ export function orderView(order: Order, lines: readonly OrderLine[]) {
   }
 }
 
+/** What fullBookView reads of a book's relations: populate them with a find, or with populateBooks. */
+export const BOOK_RELATIONS = ['tags', 'stock'] as const
+
 /** Loads what fullBookView reads, for many books at once (one query per relation). */
 export async function populateBooks(em: EntityManager<Defs>, books: readonly Book[]): Promise<void> {
-  await em.populate(books, 'tags', 'stock')
+  await em.populate(books, ...BOOK_RELATIONS)
 }
 
 /** Exact decimal arithmetic on money strings with at most two decimals. */

@@ -197,23 +197,38 @@ export class UnitOfWork implements CollectionFactory {
    * With `refresh` (a locking read), a loaded entity takes the row as its snapshot, and its values
    * for every property without an unflushed change: those stay, to be written over the locked row.
    */
-  hydrate(meta: EntityMeta, row: readonly unknown[], refresh = false): HasState {
-    const id = meta.id.type.fromDb(row[0])
+  hydrate(meta: EntityMeta, row: readonly unknown[], refresh = false, at = 0): HasState {
+    const id = meta.id.type.fromDb(row[at])
     const entity = this.reference(meta, id)
     const state = entity[STATE]
     if (refresh && state.status === 'managed') {
-      this.refresh(entity, row)
+      this.refresh(entity, at === 0 ? row : row.slice(at))
       return entity
     }
     if (state.status !== 'stub') return entity
     this.changing(entity)
-    const snapshot: Record<string, unknown> = { ...state.snapshot }
-    for (let i = 0; i < meta.fields.length; i++) {
-      const field = meta.fields[i]!
-      const [value, text] = this.decode(field, row[i + 1])
-      if (!(field.prop in snapshot)) snapshot[field.prop] = text
-      if (field.prop in state.values) continue
-      state.values[field.prop] = value
+    // What a flush wrote of a stub is in its snapshot already, and what was set on it in its values: the row fills in the rest.
+    const known = state.snapshot
+    const snapshot: Record<string, unknown> = known === undefined ? {} : { ...known }
+    const values = state.values
+    const fields = meta.fields
+    for (let i = 0; i < fields.length; i++) {
+      const field = fields[i]!
+      const raw = row[at + i + 1]
+      // decode() inlined: a row of a list read is the hot path, and its tuple an allocation per column.
+      let value: unknown = null
+      let text: unknown = null
+      if (raw !== null && raw !== undefined) {
+        if (field.ref) value = text = this.reference(field.ref.target, field.ref.target.id.type.fromDb(raw))
+        else {
+          const type = field.type
+          value = type.timeFromDb ? type.timeFromDb(raw) : type.fromDb(raw)
+          text = writeText(type, value)
+        }
+      }
+      if (known === undefined || !(field.prop in snapshot)) snapshot[field.prop] = text
+      if (field.prop in values) continue
+      values[field.prop] = value
       if (field.ref) this.referrers.note(field, entity, value)
     }
     state.snapshot = snapshot
@@ -230,8 +245,10 @@ export class UnitOfWork implements CollectionFactory {
       const target = this.reference(field.ref.target, field.ref.target.id.type.fromDb(raw))
       return [target, target]
     }
-    const value = field.type.fromDb(raw)
-    return [value, writeText(field.type, value)]
+    const type = field.type
+    // A time stays a number until user code reads it (see ColumnType.timeFromDb).
+    const value = type.timeFromDb ? type.timeFromDb(raw) : type.fromDb(raw)
+    return [value, writeText(type, value)]
   }
 
   private refresh(entity: HasState, row: readonly unknown[]): void {

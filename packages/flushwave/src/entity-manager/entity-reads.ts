@@ -11,7 +11,8 @@ import { pageQuery } from './pages.js'
 import { entityRows, rawStatement, withoutExtra, type RawSql } from './raw.js'
 import type { Entity, EntityName, IdOf, RelationName } from '../schema/infer.js'
 import { renderCount, renderExists, renderFind } from '../sql/render-select.js'
-import { Loader } from './loader.js'
+import { Loader, pathTree } from './loader.js'
+import { findAlong } from './populate-along.js'
 import { lockingRead, rowLock, selectOptions, type FindOptions, type LockOptions } from './read-options.js'
 import { conditionOf } from './where.js'
 
@@ -31,6 +32,8 @@ export interface PageOptions<D extends SchemaDefs, K extends EntityName<D>> {
   readonly first: number
   readonly orderBy?: OrderBy<D, K>
   readonly after?: string | undefined
+  /** Relations, or paths of them, to load with the page's entities, in the same round trip (see `find`). */
+  readonly populate?: readonly PopulatePath<D, K>[]
 }
 
 /** Settings of reads that come from `flushwave()`. */
@@ -90,9 +93,17 @@ export abstract class EntityReads<D extends SchemaDefs> {
   async find<K extends EntityName<D>>(name: K, where: Where<D, K> = {}, options: FindOptions<D, K> = {}): Promise<Entity<D, K>[]> {
     const meta = this.schema.meta(name)
     const select = selectOptions(meta, options, this.uow.journal !== undefined)
-    const read = () => this.loader.find(meta, conditionOf(meta, where), select)
+    const condition = conditionOf(meta, where)
+    const tree = options.populate?.length ? pathTree(meta, options.populate) : undefined
+    if (tree && select.lock === undefined) {
+      // The find and its populate in one statement; what it could not cover is read after.
+      const found = await findAlong(this.uow, this.executor, meta, condition, select, tree)
+      await this.loader.populateTree(found, tree)
+      return found as unknown as Entity<D, K>[]
+    }
+    const read = () => this.loader.find(meta, condition, select)
     const found = select.lock === undefined ? await read() : await lockingRead(meta, read)
-    if (options.populate?.length) await this.loader.populatePaths(found, options.populate)
+    if (tree) await this.loader.populateTree(found, tree)
     return found as unknown as Entity<D, K>[]
   }
 
@@ -127,7 +138,7 @@ export abstract class EntityReads<D extends SchemaDefs> {
     if (list.length === 0) return
     const meta = this.uow.own(list[0]).meta
     for (const e of list) if (this.uow.own(e).meta !== meta) throw new EntityStateError('populate() takes entities of one type')
-    await this.loader.populatePaths(list, paths)
+    await this.loader.populateTree(list, pathTree(meta, paths))
   }
 
   /**
@@ -150,7 +161,17 @@ export abstract class EntityReads<D extends SchemaDefs> {
   async findPage<K extends EntityName<D>>(name: K, where: Where<D, K>, options: PageOptions<D, K>): Promise<Page<Entity<D, K>>> {
     const meta = this.schema.meta(name)
     const page = pageQuery(meta, conditionOf(meta, where), options, this.reads.cursorSecret)
-    const found = await this.loader.find(meta, page.where, { orderBy: page.orderBy, limit: page.limit })
+    const populate = (options as { populate?: unknown }).populate
+    if (populate !== undefined && !(Array.isArray(populate) && populate.every((p) => typeof p === 'string'))) {
+      throw new InvalidValueError(meta.name, 'populate', populate, 'expected an array of relation paths')
+    }
+    const tree = populate?.length ? pathTree(meta, populate) : undefined
+    const select = { orderBy: page.orderBy, limit: page.limit }
+    let found: HasState[]
+    if (tree) {
+      found = await findAlong(this.uow, this.executor, meta, page.where, select, tree)
+      await this.loader.populateTree(found.slice(0, page.first), tree)
+    } else found = await this.loader.find(meta, page.where, select)
     const items = found.slice(0, page.first)
     const last = items[items.length - 1]
     return { items: items as unknown as Entity<D, K>[], endCursor: last && page.cursorOf(last), hasNextPage: found.length > page.first }

@@ -138,31 +138,12 @@ export class Loader {
   }
 
   /**
-   * Loads every relation the paths name, level by level: the relations of one level together (one
-   * round trip), then those of the entities they reached. `'books.reviews'` and `'books.tags'` load
-   * `books` once.
+   * Loads every relation of the tree (see pathTree), level by level: the relations of one level
+   * together (one round trip), then those of the entities they reached. What is loaded already is
+   * not read again.
    */
-  async populatePaths(list: readonly HasState[], paths: readonly string[]): Promise<void> {
-    const tree: PathTree = new Map()
-    const root = list[0]?.[STATE].meta
-    for (const path of paths) {
-      // Every path is checked before anything is read: a bad one sends nothing.
-      let meta = root
-      for (const relation of typeof path === 'string' ? path.split('.') : [path]) {
-        const target = meta && relationTarget(meta, relation)
-        if (!meta || !target) throw new InvalidValueError(root?.name ?? 'populate', String(path), undefined, `${JSON.stringify(relation)} is not a relation of ${meta?.name ?? '?'}`)
-        meta = target
-      }
-    }
-    for (const path of paths) {
-      let node = tree
-      for (const relation of path.split('.')) {
-        let next = node.get(relation)
-        if (!next) node.set(relation, (next = new Map()))
-        node = next
-      }
-    }
-    let level: { entities: readonly HasState[]; tree: PathTree }[] = [{ entities: list, tree }]
+  async populateTree(list: readonly HasState[], tree: PathTree): Promise<void> {
+    let level: { entities: readonly HasState[]; tree: PathTree }[] = list.length > 0 ? [{ entities: list, tree }] : []
     while (level.length > 0) {
       const next: { entities: readonly HasState[]; tree: PathTree }[] = []
       await Promise.all(
@@ -179,13 +160,35 @@ export class Loader {
   }
 }
 
+/** Relations by name, each with the paths that go on from it. */
+export type PathTree = Map<string, PathTree>
+
+/**
+ * The relations that populate paths of `root` name (`'books.reviews'`, `'books.tags'`), as a tree
+ * in which `books` is one node. Every path is checked here, before anything is read: a bad one sends
+ * nothing.
+ */
+export function pathTree(root: EntityMeta, paths: readonly string[]): PathTree {
+  const tree: PathTree = new Map()
+  for (const path of paths) {
+    let meta = root
+    let node = tree
+    for (const relation of typeof path === 'string' ? path.split('.') : [path]) {
+      const target = relationTarget(meta, relation)
+      if (!target) throw new InvalidValueError(root.name, String(path), undefined, `${JSON.stringify(relation)} is not a relation of ${meta.name}`)
+      let next = node.get(relation)
+      if (!next) node.set(relation, (next = new Map()))
+      node = next
+      meta = target
+    }
+  }
+  return tree
+}
+
 /** The entity a relation property of `meta` leads to, or undefined when it is no relation. */
 function relationTarget(meta: EntityMeta, relation: string): EntityMeta | undefined {
   return meta.fieldByProp.get(relation)?.ref?.target ?? meta.oneToMany.find((r) => r.prop === relation)?.target ?? meta.manyToMany.find((r) => r.prop === relation)?.target
 }
-
-/** Relations by name, each with the paths that go on from it. */
-type PathTree = Map<string, PathTree>
 
 /** The entities that a loaded relation of `entities` holds, each once (none for a collection not loaded). */
 function related(entities: readonly HasState[], relation: string): HasState[] {

@@ -1,3 +1,5 @@
+import { isoTime } from './iso-time.js'
+
 /**
  * A column type knows three things: how to check a JS value before anything is sent, how to write it
  * in PostgreSQL's text input format (every bind parameter Flushwave sends is text, cast in SQL), and
@@ -32,6 +34,12 @@ export interface ColumnType<T> {
    * take that form too.
    */
   readonly fromTime?: (ms: number) => T
+  /**
+   * Set on timestamptz: the epoch milliseconds of a value read (what `fromDb` takes), without
+   * making the Date. Entities read hold their times as numbers until user code reads them, as new
+   * ones do (see fromTime): a list read makes no Date that nobody looks at.
+   */
+  readonly timeFromDb?: (raw: unknown) => number
 }
 
 export interface Wire<T> {
@@ -213,11 +221,23 @@ export const timestamptz: ColumnType<Date> = {
     return time >= TIMESTAMP_MIN && time <= TIMESTAMP_MAX ? undefined : 'expected a Date from year 1 to 9999 (UTC)'
   },
   toText: isoText,
-  fromDb: (raw) => (raw instanceof Date ? raw : new Date(String(raw))),
+  fromDb: (raw) => (raw instanceof Date ? raw : new Date(timeOf(raw))),
   fromTime: (ms) => new Date(ms),
+  timeFromDb: (raw) => (raw instanceof Date ? raw.getTime() : timeOf(raw)),
   wire: epochMilliseconds,
-  // JSON output of timestamptz is ISO 8601 whatever the session's DateStyle.
-  selectExpr: (c) => `to_json(${c}) #>> '{}'`,
+  // Epoch milliseconds, exact (extract gives numeric since PostgreSQL 14) and whatever the
+  // session's DateStyle and TimeZone: for the server a fraction of the cost of formatting the time
+  // as text (to_json), and for the client a number to read, not a date to parse.
+  selectExpr: (c) => `floor(extract(epoch from ${c}) * 1000)`,
+}
+
+/** The time of a timestamptz read: epoch milliseconds (selectExpr's), or ISO 8601 text (a page cursor's, toText's). */
+function timeOf(raw: unknown): number {
+  if (typeof raw === 'number') return raw
+  const text = String(raw)
+  const ms = Number(text)
+  // Infinity ('infinity' read) stays what it was as a Date: an invalid one.
+  return Number.isNaN(ms) || text === '' ? isoTime(text) : Number.isFinite(ms) ? ms : NaN
 }
 
 export const uuid: ColumnType<string> = {

@@ -112,6 +112,44 @@ describe.each(ALL_EXECUTORS)('reads through %s', (executor) => {
     expect(found[0]!.reviews.length).toBe(1)
   })
 
+  it('reads a find or a page and its populate, every level, in one statement', async () => {
+    const em = db.orm.em()
+    db.queries.length = 0
+    const books = await em.find('Book', { author: { name: 'Ann' } }, { orderBy: { title: 'desc' }, limit: 3, populate: ['reviews', 'author.books', 'tags'] })
+    expect(db.queries).toHaveLength(1)
+    const rows = await db.sql`
+      select b.title, (select count(*)::int from review r where r.book_id = b.id) as reviews, (select count(*)::int from book_tag t where t.book_id = b.id) as tags
+      from book b join author a on a.id = b.author_id where a.name = 'Ann' order by b.title desc limit 3`
+    expect(books.map((b) => [b.title, b.reviews.length, b.tags.length, b.author.name, b.author.books.length])).toEqual(rows.map((r) => [r.title, r.reviews, r.tags, 'Ann', 8]))
+    db.queries.length = 0
+    const page = await em.findPage('Book', { pages: { gte: 120 } }, { orderBy: { pages: 'asc' }, first: 2, populate: ['author', 'reviews.book'] })
+    expect(db.queries).toHaveLength(1)
+    const expected = await db.sql`
+      select b.title, a.name, (select count(*)::int from review r where r.book_id = b.id) as reviews
+      from book b join author a on a.id = b.author_id where b.pages >= 120 order by b.pages, b.id limit 2`
+    expect(page.items.map((b) => [b.title, b.author.name, b.reviews.length])).toEqual(expected.map((r) => [r.title, r.name, r.reviews]))
+    expect(page.items.flatMap((b) => b.reviews.items.map((r) => r.book))).toEqual(page.items.flatMap((b) => b.reviews.items.map(() => b)))
+    // No rows: nothing to populate, and no error.
+    expect(await em.find('Book', { title: 'no such book' }, { populate: ['reviews.book'] })).toEqual([])
+  })
+
+  it('keeps what is loaded and unflushed, and reads after the statement what differs here', async () => {
+    const em = db.orm.em()
+    // A loaded collection with an unflushed book stays as it is.
+    const [ann] = await em.find('Author', { name: 'Ann' }, { populate: ['books'] })
+    const extra = em.create('Book', { title: 'Unflushed', author: ann! })
+    // A reference changed before the read is the one populated, and its collection too: the
+    // statement read the row's author (Ann), so Bob and his books are read after it, by id.
+    const [book] = await em.find('Book', { title: 'Book 00' })
+    book!.author = em.ref('Author', ids.bob)
+    db.queries.length = 0
+    await em.find('Book', { title: 'Book 00' }, { populate: ['author.books'] })
+    expect(db.queries).toHaveLength(3) // the statement, then Bob, then Bob's books
+    expect(ann!.books.items).toContain(extra)
+    expect(book!.author.name).toBe('Bob')
+    expect(book!.author.books.length).toBe(5) // his 4, and Book 00 is his here
+  })
+
   it('turns hand-written SQL into entities, binding values, and refuses rows of another shape', async () => {
     const em = db.orm.em()
     const books = await em.findBySql('Book', raw`select * from book where author_id = ${ids.bob} and title like ${'Book%'} order by title`)

@@ -33,7 +33,7 @@ describe('select statements', () => {
   it('render some, none and every over a one-to-many and a many-to-many as EXISTS subqueries', () => {
     const s = renderFind(Author, conditionOf(Author, { books: { some: { reviews: { every: { stars: { gte: 4 } } } }, none: { tags: { some: { name: 'x' } } } } }))
     expect(s.text).toBe(
-      'select t."id", t."name", t."email", t."rating"::text, to_json(t."created_at") #>> \'{}\' from "author" as t where ' +
+      'select t."id", t."name", t."email", t."rating"::text, floor(extract(epoch from t."created_at") * 1000) from "author" as t where ' +
         'exists (select from "book" as s1 where s1."author_id" = t."id" and not exists (select from "review" as s2 where s2."book_id" = s1."id" and (s2."stars" >= $1::int4) is not true)) ' +
         'and not exists (select from "book" as s3 where s3."author_id" = t."id" and exists (select from "book_tag" as l5 join "tag" as s4 on s4."id" = l5."tag_id" where l5."book_id" = s3."id" and s4."name" = $2::text))',
     )
