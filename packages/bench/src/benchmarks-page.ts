@@ -39,10 +39,19 @@ const CASES: Record<string, (size: number) => string> = {
     'what grows here is client work and the server\'s.',
   noopFlush: (n) =>
     `The same ${n.toLocaleString('en')} loaded rows, nothing changed, then a flush (or a commit): what finding nothing to write costs. At 0 ms only.`,
+  listEndpoint: () =>
+    'A list endpoint, read: of 400 books (40 authors, 4,000 reviews), those whose author\'s last name is ILIKE `ad%` and that ' +
+    'have a review of 4 stars or more, ordered by title, the first 20 (Flushwave `findPage`, MikroORM `findByCursor`, ' +
+    'Prisma `findMany` with relation filters and `take`, Drizzle\'s relational `findMany` with EXISTS, TypeORM a QueryBuilder ' +
+    'with `take`); how many there are; and for the page\'s books their reviews, their author and the author\'s books (two ' +
+    'levels). Every series reads the same rows, checked: the count, the page\'s ids, the reviews, authors and books loaded. ' +
+    'Flushwave starts the page and the count together, then populates a level per round trip; raw-pipelined sends the page ' +
+    '(joined to its author), the count and the page\'s reviews (the page as a subquery) together, then the authors\' books. ' +
+    'At 0, 2 and 10 ms; flushwave-begin and flushwave-noledger, which differ from flushwave only in writes, do not run it.',
 }
 
 /** The cases whose slope against latency the round-trip table shows. */
-const SLOPES = [['bulkCreate', 1], ['bulkUpdate', 0], ['mixedFlush', 10], ['deleteGraph', 0]] as const
+const SLOPES = [['bulkCreate', 1], ['bulkUpdate', 0], ['mixedFlush', 10], ['deleteGraph', 0], ['listEndpoint', 0]] as const
 
 export async function writeBenchmarksPage(results: Results): Promise<void> {
   const cases = [...groupBy(results.runs.filter((r) => r.scenario !== 'scale'), (r) => `${r.scenario} ${r.size}`).values()]
@@ -95,6 +104,7 @@ function page(results: Results, cases: readonly Run[][], peers: Record<string, s
     '- `flushwave-begin`: the same statements inside postgres.js\'s `sql.begin`, one `Promise.all` per wave: three',
     '  round trips (BEGIN, the statements, COMMIT).',
     '- `flushwave-noledger`: `outcomeLedger: false`, to show what the outcome ledger costs.',
+    '  Neither of these two runs listEndpoint: they read as `flushwave` does.',
     '- `raw-pipelined`: hand-written postgres.js SQL for the same rows, ids fetched untimed, sent in one pipeline.',
     '  The floor.',
     '- `raw-sequential`: the same statements awaited one by one inside `sql.begin`. The usual way.',
@@ -193,6 +203,7 @@ const CHART_TITLES: Record<string, (size: number) => string> = {
   deleteGraph: () => 'an author and its 160 rows deleted',
   cpuFlush: (n) => `${n.toLocaleString('en')} rows updated`,
   noopFlush: (n) => `${n.toLocaleString('en')} loaded rows, nothing changed`,
+  listEndpoint: () => 'a filtered page of 20 books, its count, two levels of relations',
 }
 
 /** The peer ORMs' installed versions, from their package.json files. */
@@ -217,12 +228,14 @@ const HOW_TO_RUN = [
   'its charts (`latest-pooler.*` with `--pooler`). Only a full run, with no flags, also rewrites this page.',
   '',
   '```sh',
-  'pnpm bench                  # everything above: every case at 0, 1, 2, 5 and 10 ms, scale, throughput, phases (about 40 minutes on 2 cores)',
+  'pnpm bench                  # everything above: every case at 0, 1, 2, 5 and 10 ms, scale, throughput, stream memory, phases (about 40 minutes on 2 cores)',
   'pnpm bench --quick          # bulkCreate ×1 and mixedFlush ×10 at 0 and 2 ms (a few minutes)',
+  'pnpm bench --scenario listEndpoint                            # the read case alone, at 0, 2 and 10 ms (about 2 minutes)',
   'pnpm bench --latency 2,50 --series flushwave,raw-pipelined --scenario bulkCreate',
   'pnpm bench --scenario scale                                   # 1k, 10k and 100k new rows in one unit of work',
   'pnpm bench --scenario throughput --clients 32 --duration 10   # flushes per second on a pool of 10 at 5 ms',
   'pnpm bench --profile                                          # only the phase profile',
+  'pnpm bench --scenario stream                                  # only em.stream\'s memory over a million rows',
   'pnpm bench --quick --pooler                                   # through PgBouncer in transaction mode (when pgbouncer is installed)',
   'pnpm bench --quick --warm-up 0                                # no warm-up: a cold process\'s first flushes',
   'pnpm --filter bench page                                      # this page again, from results/latest.json',
@@ -242,6 +255,12 @@ const HOW_TO_RUN = [
   '  of its own.',
   '- `steady-ids.ts pooled` and `gc-promotion.ts`: the tail of back-to-back flushes, and what young-generation GCs',
   '  copy. See [steady-state-tail.md](steady-state-tail.md).',
+  '- `stream-memory.ts 1000000 postgres,pg,raw`: seeds a million rows (`insert … select generate_series`, untimed),',
+  '  then streams them with `em.stream` (batchSize 1,000) in a fresh process per driver and prints the RSS at the',
+  `  start, its peak and their difference (the goal: within 64 MB), heapUsed, the rows seen and the time.`,
+  '  `STREAM_TRACE=1` prints RSS and heapUsed every 100,000 rows.',
+  '- `profile.ts flushwave listEndpoint 0 2000` (under `node --import tsx --cpu-prof`): one series\' unit of work in',
+  '  a loop, straight to the database, to profile.',
 ]
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -19,6 +19,7 @@ const cases: [ScenarioName, number][] = [
   ['deleteGraph', 1],
   ['cpuFlush', 10_000],
   ['noopFlush', 10_000],
+  ['listEndpoint', 0],
 ]
 const db = await startDatabase()
 const bench = await benchDatabase(db.url)
@@ -28,9 +29,11 @@ let failed = 0
 try {
   for (const [scenarioName, size] of cases) {
     if (only.length > 0 && !only.includes(scenarioName)) continue
+    if (scenarioName === 'listEndpoint' && !series.listEndpoint) continue
+    const sc = scenario(scenarioName, size)
     for (let round = 1; round <= 2; round++) {
       try {
-        const prepared = await scenario(scenarioName, size).prepare(bench.admin, series, `c${round}`)
+        const prepared = await sc.prepare(bench.admin, series, `c${round}`)
         const started = performance.now()
         await prepared.run()
         const ms = performance.now() - started

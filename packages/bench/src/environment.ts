@@ -13,6 +13,8 @@ import { WireCounter } from './wire.js'
 export interface Environment {
   /** The database URL for series. */
   readonly url: string
+  /** The same database straight, with no counter or proxy between (em.stream's memory). */
+  readonly directUrl: string
   readonly admin: postgres.Sql
   readonly wire: WireCounter
   readonly proxy: LatencyProxy
@@ -33,6 +35,7 @@ export async function startEnvironment(options: { pooler: boolean; poolerSize: n
   const [{ version }] = (await bench.admin`select current_setting('server_version') as version`) as unknown as [{ version: string }]
   return {
     url: via(bench.url, '127.0.0.1', wire.port),
+    directUrl: bench.url,
     admin: bench.admin,
     wire,
     proxy,

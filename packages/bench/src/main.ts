@@ -1,9 +1,10 @@
 /**
- * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,coldFlush,scale,throughput]
+ * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,listEndpoint,scale,throughput,stream]
  *            [--pooler] [--profile] [--clients 32] [--duration 10] [--warm-up 300]
  *
- * Without flags: every cell scenario at 0, 1, 2, 5 and 10 ms, then scale, throughput and the phase
- * profile (about 40 minutes on a 2-core machine; the estimate is printed first). `--profile` alone
+ * Without flags: every cell scenario at 0, 1, 2, 5 and 10 ms (listEndpoint at 0, 2 and 10 only),
+ * then scale, throughput, the phase profile and em.stream's memory over a million rows
+ * (stream-memory.ts) (about 40 minutes on a 2-core machine; the estimate is printed first). `--profile` alone
  * runs only the phase profile; `--scenario` picks cells and sections by name. `--warm-up n` sets
  * the untimed units of work each series runs before a case's first cell (300, at most 3 s a series;
  * 0 times a cold process, as the bench did before).
@@ -27,6 +28,7 @@ import { pgbouncerBinary } from './pooler.js'
 import { measurePhases, phaseTable, type PhaseRow } from './phases.js'
 import { scaleChart } from './scale-report.js'
 import { measureThroughput, type ThroughputRow } from './throughput.js'
+import { measureStreamMemory, streamLine, type StreamMemoryRow } from './stream-memory.js'
 import { loadSeries, SERIES } from './series/index.js'
 import type { OpenOptions, Series, SeriesFactory } from './series/types.js'
 
@@ -44,6 +46,8 @@ const { values: args } = parseArgs({
   },
 })
 
+// A read: at 0, 2 and 10 ms unless --latency says otherwise (its slope needs no more points).
+const LIST_ENDPOINT: Case = { scenario: 'listEndpoint', size: 0, zeroLatencyOnly: false, latencies: [0, 2, 10] }
 const FULL: Case[] = [
   { scenario: 'bulkCreate', size: 1, zeroLatencyOnly: false },
   { scenario: 'bulkCreate', size: 10, zeroLatencyOnly: false },
@@ -57,7 +61,10 @@ const FULL: Case[] = [
   { scenario: 'deleteGraph', size: 0, zeroLatencyOnly: false },
   { scenario: 'cpuFlush', size: 10_000, zeroLatencyOnly: true },
   { scenario: 'noopFlush', size: 10_000, zeroLatencyOnly: true },
+  LIST_ENDPOINT,
 ]
+// Not listEndpoint: it would add about 1:40 (9 series × 2 cells) to a quick run of about 4 minutes;
+// `pnpm bench --scenario listEndpoint` runs it alone at 0, 2 and 10 ms in about 2.
 const QUICK: Case[] = [
   { scenario: 'bulkCreate', size: 1, zeroLatencyOnly: false },
   { scenario: 'mixedFlush', size: 10, zeroLatencyOnly: false },
@@ -79,6 +86,9 @@ const fullDefault = !args.quick && !args.latency && !args.series && !args.scenar
 const cases = onlyProfile ? [] : scenarios ? [...FULL, ...SCALE].filter((c) => scenarios.includes(c.scenario)) : args.quick ? QUICK : [...FULL, ...SCALE]
 const wantThroughput = fullDefault || !!scenarios?.includes('throughput')
 const wantProfile = fullDefault || args.profile
+// em.stream's memory over a million rows, each driver in a child process (about 30 s), after everything else.
+const wantStream = fullDefault || !!scenarios?.includes('stream')
+const STREAM_ROWS = 1_000_000
 const seriesNames = list(args.series) ?? [...SERIES]
 // Untimed units of work per series before a case's first cell, at most WARM_UP_MS (later latencies
 // find the code warm). V8 compiles a library's once-per-flush functions over hundreds of flushes:
@@ -129,10 +139,12 @@ const slowSkipped = new Set<string>()
 const caseKey = (c: Case, series: string) => `${c.scenario}×${c.size} ${series}`
 const throughput: ThroughputRow[] = []
 let phases: PhaseRow[] | undefined
-const cells = latencies.flatMap((l) => cases.filter((c) => l === 0 || !c.zeroLatencyOnly).map((c) => [l, c] as const))
+let streamMemory: StreamMemoryRow[] | undefined
+const atLatency = (c: Case, l: number) => (l === 0 || !c.zeroLatencyOnly) && (!!args.latency || !c.latencies || c.latencies.includes(l))
+const cells = latencies.flatMap((l) => cases.filter((c) => atLatency(c, l)).map((c) => [l, c] as const))
 const warmed = new Set<Case>()
-const progress = new Progress(cells.length + (wantThroughput ? 1 : 0) + (wantProfile ? 1 : 0))
-log(`${cells.length} cells × ${factories.length} series${wantThroughput ? ', throughput' : ''}${wantProfile ? ', profile' : ''}: about ${mmss(estimateS())} by the budget`)
+const progress = new Progress(cells.length + (wantThroughput ? 1 : 0) + (wantStream ? 1 : 0) + (wantProfile ? 1 : 0))
+log(`${cells.length} cells × ${factories.length} series${wantThroughput ? ', throughput' : ''}${wantStream ? ', stream memory' : ''}${wantProfile ? ', profile' : ''}: about ${mmss(estimateS())} by the budget`)
 try {
   for (const [latency, c] of cells) {
     await env.proxy.setLatency(latency)
@@ -141,6 +153,7 @@ try {
     const subjects = factories
       .filter((f) => !failed.has(f.name) && !slowSkipped.has(caseKey(c, f.name)))
       .filter((f) => c.scenario !== 'scale' || (opened.get(f.name)?.scale && !scaleSkipped.has(f.name)))
+      .filter((f) => c.scenario !== 'listEndpoint' || opened.get(f.name)?.listEndpoint)
       .map((f) => subject(f, c.scenario === 'coldFlush'))
     const first = !warmed.has(c)
     warmed.add(c)
@@ -186,6 +199,13 @@ try {
     log(phaseTable(phases))
     progress.finished()
   }
+  // Last: it truncates t01 (a million rows), and nothing timed should follow a TRUNCATE (empty-tables.ts).
+  if (wantStream) {
+    log(progress.line(`stream memory: em.stream over ${STREAM_ROWS.toLocaleString('en')} rows, straight to the database, a child process per driver`))
+    streamMemory = await measureStreamMemory(env.directUrl, env.admin, STREAM_ROWS)
+    for (const row of streamMemory) log(`  ${streamLine(row)}`)
+    progress.finished()
+  }
 } finally {
   for (const series of opened.values()) await series.close().catch(() => undefined)
   await env.close()
@@ -209,6 +229,7 @@ const results: Results = {
   slowNotes,
   throughput,
   ...(phases ? { phases } : {}),
+  ...(streamMemory ? { streamMemory } : {}),
   warmUp: { rounds: warmUpRounds, ms: WARM_UP_MS },
 }
 const dir = new URL('../results/', import.meta.url)
@@ -265,7 +286,7 @@ function estimateS(): number {
   const scale = cells.length - regular
   const warming = warmUpRounds > 0 ? new Set(cells.filter(([, c]) => c.scenario !== 'scale').map(([, c]) => c)).size * n * WARM_UP_MS : 0
   return (regular * n * (options.budgetMs + 2_500) + scale * n * (scaleOptions.budgetMs + 6_000) + warming) / 1000 +
-    (wantThroughput ? n * (throughputOptions.durationMs / 1000 + 8) : 0) + (wantProfile ? 60 : 0)
+    (wantThroughput ? n * (throughputOptions.durationMs / 1000 + 8) : 0) + (wantStream ? 40 : 0) + (wantProfile ? 60 : 0)
 }
 
 function message(error: unknown): string {

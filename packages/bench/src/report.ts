@@ -1,6 +1,7 @@
 import { phaseTable, type PhaseRow } from './phases.js'
 import { BASE, type Run } from './runner.js'
 import { scaleTable } from './scale-report.js'
+import { STREAM_BUDGET_MB, streamDriverName, type StreamMemoryRow } from './stream-memory.js'
 import { throughputTable, type ThroughputRow } from './throughput.js'
 
 export interface Results {
@@ -16,6 +17,8 @@ export interface Results {
   readonly slowNotes?: readonly string[]
   readonly throughput?: readonly ThroughputRow[]
   readonly phases?: readonly PhaseRow[]
+  /** em.stream over a million rows, a child process per driver (stream-memory.ts). */
+  readonly streamMemory?: readonly StreamMemoryRow[]
   /** Untimed units of work per series before each case's first cell (main.ts); absent in runs made before it existed. */
   readonly warmUp?: { readonly rounds: number; readonly ms: number }
 }
@@ -63,9 +66,32 @@ export function extras(results: Results, heading = '##', charts?: string): strin
       'of the flush alone. flushwave-begin is left out: postgres.js refuses its `sql.begin` on a pool of 10.', '', throughputTable(tp))
     if (charts) lines.push('', `![throughput: flushes per second per series](${charts}latest-throughput.svg)`)
   }
+  const sm = results.streamMemory
+  if (sm && sm.length > 0) lines.push('', `${heading} em.stream memory`, '', ...STREAM_LEGEND, '', ...streamTable(sm))
   const ph = results.phases
   if (ph && ph.length > 0) lines.push('', `${heading} where a flush's time goes`, '', ...PHASE_LEGEND, '', phaseTable(ph))
   return lines
+}
+
+export const STREAM_LEGEND = [
+  "`em.stream('T01', {}, { batchSize: 1000 })` over every row of a table of a million (id, name, value,",
+  'updated_at), straight to the database, each driver in a fresh child process: RSS and heapUsed sampled',
+  'once per batch, against their values after connecting, a short warm-up stream and a full GC. The',
+  `goal: the peak RSS within ${STREAM_BUDGET_MB} MB of the start. The last row streams the same rows through postgres.js's`,
+  "own cursor (`.cursor(1000)`), no ORM: what the driver and V8's heap sizing (garbage left for the next major GC)",
+  'cost without Flushwave. `heap after` is heapUsed after the loop and a full GC: what the stream kept.',
+]
+
+function streamTable(rows: readonly StreamMemoryRow[]): string[] {
+  return [
+    '| driver | rows | s | rows/s | RSS start MB | RSS peak MB | peak − start | heapUsed peak MB | heap after MB | within goal |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|',
+    ...rows.map(
+      (r) =>
+        `| ${streamDriverName(r.driver)} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(1)} | ${Math.round(r.rows / r.seconds).toLocaleString('en')} | ` +
+        `${r.startRssMb.toFixed(1)} | ${r.peakRssMb.toFixed(1)} | ${(r.peakRssMb - r.startRssMb).toFixed(1)} | ${r.peakHeapMb.toFixed(1)} | ${r.endHeapMb.toFixed(1)} | ${r.holds ? 'yes' : 'no'} |`,
+    ),
+  ]
 }
 
 export const SCALE_LEGEND = [

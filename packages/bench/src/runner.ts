@@ -11,6 +11,8 @@ export interface Case {
   readonly size: number
   /** Client-CPU scenarios run at 0 ms only. */
   readonly zeroLatencyOnly: boolean
+  /** The latencies the case runs at when none are given (`--latency`); all of them when absent. */
+  readonly latencies?: readonly number[]
 }
 
 export interface Run {

@@ -2,7 +2,7 @@ import type postgres from 'postgres'
 import { graph, graphRows } from './data.js'
 import { emptyTables } from './empty-tables.js'
 import { allTables, mixedTable } from './schema.js'
-import type { Series, UnitOfWork } from './series/types.js'
+import type { ListResult, ListSeed, Series, UnitOfWork } from './series/types.js'
 
 /**
  * A scenario seeds what it needs through the admin connection (straight to PostgreSQL, untimed),
@@ -23,10 +23,13 @@ export interface Prepared {
 }
 
 /** coldFlush is bulkCreate on a series opened just before (the runner opens one per sample). */
-export type ScenarioName = 'bulkCreate' | 'coldFlush' | 'scale' | 'bulkUpdate' | 'mixedFlush' | 'deleteGraph' | 'cpuFlush' | 'noopFlush'
+export type ScenarioName = 'bulkCreate' | 'coldFlush' | 'scale' | 'bulkUpdate' | 'mixedFlush' | 'deleteGraph' | 'cpuFlush' | 'noopFlush' | 'listEndpoint'
 
 export function scenario(name: ScenarioName, size: number): Scenario {
+  // listEndpoint only reads: its rows are seeded once per scenario object, i.e. once per cell.
+  let listed: Promise<ListExpected> | undefined
   const prepare = {
+    listEndpoint: async (admin: postgres.Sql, series: Series, marker: string) => prepareListEndpoint(series, (listed ??= seedList(admin, marker))),
     bulkCreate: prepareBulkCreate,
     coldFlush: prepareBulkCreate,
     scale: prepareScale,
@@ -136,6 +139,90 @@ async function prepareCpu(admin: postgres.Sql, series: Series, marker: string, s
   return {
     run: await (dirty ? series.cpuFlush(seed) : series.noopFlush(seed)),
     verify: async (admin) => expectQuery(admin, `select count(*)::int as n from ${table} where value = $1`, [dirty ? 1 : 0], size),
+  }
+}
+
+/** listEndpoint's page: authors named ad…/AD…, reviews of 4 stars or more, 20 books. */
+export const LIST_SEED: ListSeed = { lastNamePrefix: 'ad', minRating: 4, first: 20 }
+/** The rows listEndpoint reads from: 40 authors, 10 books each, 10 reviews per book. */
+export const LIST_AUTHORS = 40
+const LIST_BOOKS_PER_AUTHOR = 10
+const LIST_REVIEWS_PER_BOOK = 10
+
+type ListExpected = ListResult
+
+/**
+ * Seeds listEndpoint's rows (untimed) and works out, from the seed itself rather than through SQL,
+ * what the read must return. Half the authors match the prefix (Adams…, ADLER…: ILIKE must ignore
+ * case), and a third of the books have only reviews of 1 to 3 stars; titles are a permutation of
+ * the books' order, so that title order is not id order.
+ */
+async function seedList(admin: postgres.Sql, marker: string): Promise<ListExpected> {
+  await emptyAll(admin)
+  const names = ['Adams', 'ADLER', 'Baker', 'Carter']
+  const authors = Array.from({ length: LIST_AUTHORS }, (_, a) => ({ firstName: `first${a}`, lastName: `${names[a % names.length]}${a}`, email: `list${a}-${marker}@example.com` }))
+  const nBooks = LIST_AUTHORS * LIST_BOOKS_PER_AUTHOR
+  const books = Array.from({ length: nBooks }, (_, k) => ({
+    title: `Title ${String((k * 7919) % nBooks).padStart(4, '0')}`,
+    author: Math.floor(k / LIST_BOOKS_PER_AUTHOR),
+    pages: 100 + (k % 300),
+    // A third of the books have only low ratings: the `some review >= 4` condition drops them.
+    ratings: Array.from({ length: LIST_REVIEWS_PER_BOOK }, (_, r) => (k % 3 === 0 ? 1 + (r % 3) : 1 + (r % 5))),
+  }))
+  const authorIds = (
+    await admin.unsafe('insert into author (first_name, last_name, email) select * from unnest($1::text[], $2::text[], $3::text[]) returning id', [
+      authors.map((a) => a.firstName),
+      authors.map((a) => a.lastName),
+      authors.map((a) => a.email),
+    ] as never[])
+  ).map((r) => Number(r.id))
+  const bookIds = (
+    await admin.unsafe('insert into book (title, pages, author_id) select * from unnest($1::text[], $2::int4[], $3::int8[]) returning id', [
+      books.map((b) => b.title),
+      books.map((b) => b.pages),
+      books.map((b) => authorIds[b.author]!),
+    ] as never[])
+  ).map((r) => Number(r.id))
+  const reviews = books.flatMap((b, k) => b.ratings.map((rating, r) => ({ rating, text: `review ${k}.${r}`, book: bookIds[k]! })))
+  await admin.unsafe('insert into book_review (rating, text, book_id) select * from unnest($1::int4[], $2::text[], $3::int8[])', [
+    reviews.map((r) => r.rating),
+    reviews.map((r) => r.text),
+    reviews.map((r) => r.book),
+  ] as never[])
+  await admin.unsafe('analyze author, book, book_review')
+  const seed = LIST_SEED
+  const matching = books
+    .map((b, k) => ({ ...b, id: bookIds[k]! }))
+    .filter((b) => authors[b.author]!.lastName.toLowerCase().startsWith(seed.lastNamePrefix.toLowerCase()) && b.ratings.some((r) => r >= seed.minRating))
+    .sort((x, y) => (x.title < y.title ? -1 : x.title > y.title ? 1 : x.id - y.id))
+  const page = matching.slice(0, seed.first)
+  const pageAuthors = new Set(page.map((b) => b.author))
+  return {
+    count: matching.length,
+    ids: page.map((b) => b.id),
+    hasNextPage: matching.length > seed.first,
+    reviews: page.length * LIST_REVIEWS_PER_BOOK,
+    authors: pageAuthors.size,
+    authorBooks: pageAuthors.size * LIST_BOOKS_PER_AUTHOR,
+    firstAuthorLastName: page[0] && authors[page[0].author]!.lastName,
+  }
+}
+
+async function prepareListEndpoint(series: Series, seeded: Promise<ListExpected>): Promise<Prepared> {
+  if (!series.listEndpoint) throw new Error('this series has no listEndpoint read')
+  const expected = await seeded
+  const read = await series.listEndpoint(LIST_SEED)
+  let got: ListResult | undefined
+  return {
+    run: async () => {
+      got = await read()
+    },
+    verify: async () => {
+      if (!got) throw new Error('verification failed: listEndpoint returned nothing')
+      // Every field must match: a series that skips the count, a level of populate or the filter fails here.
+      const show = (r: ListResult) => JSON.stringify(r)
+      if (show(got) !== show(expected)) throw new Error(`verification failed: listEndpoint read ${show(got)}, expected ${show(expected)}`)
+    },
   }
 }
 

@@ -1,9 +1,9 @@
-import { eq, inArray, sql as drizzleSql } from 'drizzle-orm'
+import { and, asc, eq, exists, gte, ilike, inArray, relations, sql as drizzleSql } from 'drizzle-orm'
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
 import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core'
 import postgres from 'postgres'
 import { mixedTable, MIXED_TABLES } from '../schema.js'
-import type { Series, SeriesFactory } from './types.js'
+import { listResult, type Series, type SeriesFactory } from './types.js'
 
 /**
  * Drizzle 0.45 on postgres.js, used as its docs show: `pgTable` definitions mapped onto the harness's
@@ -77,6 +77,15 @@ export const bookTag = pgTable(
   (t) => [primaryKey({ columns: [t.bookId, t.tagId] }), index().on(t.tagId)],
 )
 
+// Relations, for the relational query API (`db.query.book.findMany({ with })`) of listEndpoint.
+export const authorRelations = relations(author, ({ many }) => ({ books: many(book) }))
+export const bookRelations = relations(book, ({ one, many }) => ({
+  author: one(author, { fields: [book.authorId], references: [author.id] }),
+  reviews: many(bookReview),
+}))
+export const bookReviewRelations = relations(bookReview, ({ one }) => ({ book: one(book, { fields: [bookReview.bookId], references: [book.id] }) }))
+const relational = { author, book, bookReview, authorRelations, bookRelations, bookReviewRelations }
+
 export const scaleItem = pgTable('scale_item', { id: id(), name: text('name').notNull() })
 
 function mixed(name: string) {
@@ -98,7 +107,7 @@ function table(name: string): Mixed {
   return t
 }
 
-type Db = PostgresJsDatabase
+type Db = PostgresJsDatabase<typeof relational>
 
 export const series: SeriesFactory = {
   name: 'drizzle',
@@ -106,7 +115,7 @@ export const series: SeriesFactory = {
   pooler: true,
   async open(url, options = {}) {
     const client = postgres(url, { max: options.poolSize ?? 1, onnotice: () => {} })
-    const db = drizzle({ client })
+    const db = drizzle({ client, schema: relational })
     // postgres.js connects lazily: connect now (and fetch its array types), not in the first timed unit of work.
     await db.execute(drizzleSql`select 1`)
     return drizzleUnitsOfWork(db, () => client.end())
@@ -228,6 +237,34 @@ function drizzleUnitsOfWork(db: Db, close: () => Promise<void>): Series {
           // One multi-row INSERT per 10,000 rows: PostgreSQL takes at most 65,535 bind parameters.
           for (let i = 0; i < names.length; i += 10_000) await tx.insert(scaleItem).values(names.slice(i, i + 10_000).map((name) => ({ name })))
         })
+      }
+    },
+    async listEndpoint(seed) {
+      const pattern = `${seed.lastNamePrefix}%`
+      // The conditions on a book's columns (the relational query's alias of book, or book itself for
+      // the count): its author's name, and an EXISTS on its reviews (relational queries filter by
+      // the root table's columns only).
+      const matching = (b: { id: typeof book.id; authorId: typeof book.authorId }) =>
+        and(
+          inArray(b.authorId, db.select({ id: author.id }).from(author).where(ilike(author.lastName, pattern))),
+          exists(db.select({ one: drizzleSql`1` }).from(bookReview).where(and(eq(bookReview.bookId, b.id), gte(bookReview.rating, seed.minRating)))),
+        )
+      return async () => {
+        // The page with both levels in one relational query (`with`), and the count, started together.
+        const [books, count] = await Promise.all([
+          db.query.book.findMany({
+            where: (b) => matching(b),
+            orderBy: (b) => [asc(b.title), asc(b.id)],
+            limit: seed.first,
+            with: { reviews: true, author: { with: { books: true } } },
+          }),
+          db.$count(book, matching(book)),
+        ])
+        return listResult(
+          count,
+          count > seed.first,
+          books.map((b) => ({ id: b.id, reviews: b.reviews.length, author: { id: b.author.id, lastName: b.author.lastName, books: b.author.books.length } })),
+        )
       }
     },
     close,

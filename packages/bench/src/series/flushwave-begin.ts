@@ -1,6 +1,6 @@
 import { PostgresJsExecutor, type Executor } from 'flushwave'
 import type postgres from 'postgres'
-import { flushwaveSeries } from './flushwave.js'
+import { flushwaveSeries, writesOnly } from './flushwave.js'
 
 /**
  * The same plan, sent the way Joist and most pipelining code do: inside `sql.begin`, each wave as
@@ -28,4 +28,4 @@ function beginExecutor(sql: postgres.Sql): Executor {
   }
 }
 
-export const series = flushwaveSeries('flushwave-begin', beginExecutor)
+export const series = writesOnly(flushwaveSeries('flushwave-begin', beginExecutor))

@@ -3,7 +3,7 @@ import type { Executor, EntityManager, Schema } from 'flushwave'
 import postgres from 'postgres'
 import type { Graph } from '../data.js'
 import { mixedTable, MIXED_TABLES } from '../schema.js'
-import type { Series, SeriesFactory } from './types.js'
+import { listResult, type Series, type SeriesFactory } from './types.js'
 
 /** Flushwave's public module: this repository's sources, or another commit's (ab.ts). */
 export type Library = typeof library
@@ -83,6 +83,20 @@ export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => 
       await sql`select 1` // connect now, not in the first timed unit of work
       const orm = lib.flushwave(executor ? { schema, executor: executor(sql), ...settings } : { schema, sql, ...settings })
       return flushwaveUnitsOfWork(() => orm.em(), () => sql.end())
+    },
+  }
+}
+
+/**
+ * A variant that differs from `flushwave` only in how it writes (flushwave-begin, flushwave-noledger)
+ * reads exactly as `flushwave` does: it leaves the read scenarios out.
+ */
+export function writesOnly(factory: SeriesFactory): SeriesFactory {
+  return {
+    ...factory,
+    async open(url, options) {
+      const { listEndpoint: _, ...series } = await factory.open(url, options)
+      return series
     },
   }
 }
@@ -175,6 +189,20 @@ export function flushwaveUnitsOfWork(em: () => Em, close: () => Promise<void>): 
         const m = em()
         for (const name of names) m.create('ScaleItem', { name })
         await m.flush()
+      }
+    },
+    async listEndpoint(seed) {
+      return async () => {
+        const m = em()
+        const where = { author: { lastName: { ilike: `${seed.lastNamePrefix}%` } }, reviews: { some: { rating: { gte: seed.minRating } } } }
+        // The page, its populate and its count, started together: one round trip.
+        const populate = ['reviews', 'author.books'] as const
+        const [page, count] = await Promise.all([m.findPage('Book', where, { orderBy: { title: 'asc' }, first: seed.first, populate }), m.count('Book', where)])
+        return listResult(
+          count,
+          page.hasNextPage,
+          page.items.map((b) => ({ id: b.id, reviews: b.reviews.length, author: { id: b.author.id, lastName: b.author.lastName, books: b.author.books.length } })),
+        )
       }
     },
     close,

@@ -8,7 +8,7 @@
 import { defineEntity, p, type EntityManager, type InferEntity } from '@mikro-orm/core'
 import { MikroORM } from '@mikro-orm/postgresql'
 import { mixedTable, MIXED_TABLES } from '../schema.js'
-import type { Series, SeriesFactory } from './types.js'
+import { listResult, type Series, type SeriesFactory } from './types.js'
 
 // The tables are created by the harness: the entities map onto them column for column. Ids are
 // int8 identities, mapped to JS numbers (`p.bigint('number')`); created_at/updated_at default to
@@ -210,6 +210,24 @@ function mikroOrmUnitsOfWork(orm: MikroORM): Series {
         const em = fork()
         for (const name of names) em.create(ScaleItem, { name })
         await em.flush()
+      }
+    },
+    async listEndpoint(seed) {
+      return async () => {
+        const em = fork()
+        // findByCursor: the page (`first`, one more row for hasNextPage) and, with the same
+        // conditions, the count (its `includeCount`, on by default); `populate` loads the levels.
+        const cursor = await em.findByCursor(Book, {
+          where: { author: { lastName: { $ilike: `${seed.lastNamePrefix}%` } }, reviews: { $some: { rating: { $gte: seed.minRating } } } },
+          orderBy: { title: 'asc', id: 'asc' },
+          first: seed.first,
+          populate: ['reviews', 'author.books'],
+        })
+        return listResult(
+          cursor.totalCount,
+          cursor.hasNextPage,
+          cursor.items.map((b) => ({ id: b.id, reviews: b.reviews.length, author: { id: b.author.id, lastName: b.author.lastName, books: b.author.books.length } })),
+        )
       }
     },
     close: () => orm.close(true),

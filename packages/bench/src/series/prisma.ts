@@ -1,7 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg'
 // @ts-ignore -- written by scripts/prisma-generate.sh and gitignored; until it runs, its types are `any` so that tsc still passes.
 import type * as Generated from '../generated/prisma/client.js'
-import type { Series, SeriesFactory } from './types.js'
+import { listResult, type Series, type SeriesFactory } from './types.js'
 
 /**
  * Prisma 7 as its docs show: the generated `prisma-client` (prisma/schema.prisma, models mapped
@@ -23,6 +23,10 @@ type MixedDelegate = Tx['t01']
 /** What the units of work read from loaded rows, so that they stay typed even before generation. */
 interface Row {
   readonly id: bigint
+}
+interface ListedBook extends Row {
+  readonly reviews: readonly Row[]
+  readonly author: Row & { readonly lastName: string; readonly books: readonly Row[] }
 }
 interface LoadedAuthor extends Row {
   readonly books: readonly (Row & { readonly reviews: readonly Row[]; readonly bookTags: readonly unknown[] })[]
@@ -168,6 +172,31 @@ function prismaUnitsOfWork(prisma: Client): Series {
         await prisma.$transaction(async (tx: Tx) => {
           await tx.scaleItem.createMany({ data: names.map((name) => ({ name })) })
         })
+      }
+    },
+    async listEndpoint(seed) {
+      return async () => {
+        // `startsWith` with `mode: 'insensitive'` is Prisma's ILIKE 'prefix%'; relation filters
+        // (`author: {…}`, `reviews: { some: … }`) and `include` for the levels, `take` for the page;
+        // the count tells whether there is a next page.
+        const where = {
+          author: { lastName: { startsWith: seed.lastNamePrefix, mode: 'insensitive' as const } },
+          reviews: { some: { rating: { gte: seed.minRating } } },
+        }
+        const [books, count]: [ListedBook[], number] = await Promise.all([
+          prisma.book.findMany({
+            where,
+            orderBy: [{ title: 'asc' }, { id: 'asc' }],
+            take: seed.first,
+            include: { reviews: true, author: { include: { books: true } } },
+          }),
+          prisma.book.count({ where }),
+        ])
+        return listResult(
+          count,
+          count > seed.first,
+          books.map((b) => ({ id: b.id, reviews: b.reviews.length, author: { id: b.author.id, lastName: b.author.lastName, books: b.author.books.length } })),
+        )
       }
     },
     close: () => prisma.$disconnect(),

@@ -8,7 +8,7 @@
  */
 import { DataSource, EntitySchema, In, type DeepPartial, type EntityManager } from 'typeorm'
 import { mixedTable, MIXED_TABLES } from '../schema.js'
-import type { Series, SeriesFactory } from './types.js'
+import { listResult, type Series, type SeriesFactory } from './types.js'
 
 // The tables are created by the harness; the schemas map onto them column for column and TypeORM
 // never synchronizes. Ids are int8 identities: node-postgres returns int8 as strings and TypeORM
@@ -274,6 +274,30 @@ function typeormUnitsOfWork(dataSource: DataSource): Series {
           // PostgreSQL's 65,535 bind parameters; save() would first look every entity up.
           for (let i = 0; i < names.length; i += 10_000) await manager.insert(ScaleItemSchema, names.slice(i, i + 10_000).map((name) => ({ name })))
         })
+      }
+    },
+    async listEndpoint(seed) {
+      return async () => {
+        // A QueryBuilder: the author joined for the filter and selected, the levels joined and
+        // selected, an EXISTS on the reviews; `take` with joins makes TypeORM select the page's ids
+        // first; getManyAndCount adds the count.
+        const [books, count] = await dataSource
+          .getRepository(BookSchema)
+          .createQueryBuilder('b')
+          .innerJoinAndSelect('b.author', 'a')
+          .leftJoinAndSelect('a.books', 'ab')
+          .leftJoinAndSelect('b.reviews', 'r')
+          .where('a.lastName ILIKE :pattern', { pattern: `${seed.lastNamePrefix}%` })
+          .andWhere('exists (select 1 from book_review x where x.book_id = b.id and x.rating >= :minRating)', { minRating: seed.minRating })
+          .orderBy('b.title', 'ASC')
+          .addOrderBy('b.id', 'ASC')
+          .take(seed.first)
+          .getManyAndCount()
+        return listResult(
+          count,
+          count > seed.first,
+          books.map((b) => ({ id: b.id, reviews: b.reviews.length, author: { id: b.author.id, lastName: b.author.lastName, books: b.author.books.length } })),
+        )
       }
     },
     close: () => dataSource.destroy(),

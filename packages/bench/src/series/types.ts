@@ -18,10 +18,17 @@ export interface Series {
    * scale_item row per name, ids from the table's sequence, in one transaction.
    */
   scale?(names: readonly string[]): Promise<UnitOfWork>
+  /**
+   * listEndpoint (optional: the series that read with their own API; Flushwave's write-only
+   * variants leave it out): what a list endpoint reads, as one timed function. See ListSeed.
+   */
+  listEndpoint?(seed: ListSeed): Promise<ReadWork<ListResult>>
   close(): Promise<void>
 }
 
 export type UnitOfWork = () => Promise<void>
+/** A timed read: returns what it read, summed up, so that the scenario can check it. */
+export type ReadWork<T> = () => Promise<T>
 
 export interface SeriesFactory {
   readonly name: string
@@ -92,4 +99,56 @@ export interface DeleteSeed {
 export interface CpuSeed {
   readonly table: string
   readonly ids: readonly number[]
+}
+
+/**
+ * listEndpoint: with a new EntityManager (or none), read
+ * - the page: books whose author's last_name ILIKE `${lastNamePrefix}%` AND that have some review with
+ *   rating >= minRating, ordered by title then id, the first `first` of them;
+ * - how many books meet the same conditions;
+ * - for the page's books, level one: their reviews and their author; level two: the author's books.
+ * Nothing is loaded untimed: the whole read is the unit of work.
+ */
+export interface ListSeed {
+  readonly lastNamePrefix: string
+  readonly minRating: number
+  readonly first: number
+}
+
+/** What a listEndpoint read returns, summed up (listResult builds it from the loaded objects). */
+export interface ListResult {
+  readonly count: number
+  /** The page's book ids, in page order. */
+  readonly ids: readonly number[]
+  readonly hasNextPage: boolean
+  /** Reviews loaded, summed over the page's books. */
+  readonly reviews: number
+  /** The page's distinct authors, loaded (their last names read). */
+  readonly authors: number
+  /** The books loaded into those authors' collections, each author counted once. */
+  readonly authorBooks: number
+  /** The last name of the first book's author (read from the loaded author, not from the page query's filter). */
+  readonly firstAuthorLastName: string | undefined
+}
+
+/** One book of a page as a series loaded it. */
+export interface ListItem {
+  readonly id: number | string | bigint
+  readonly reviews: number
+  readonly author: { readonly id: number | string | bigint; readonly lastName: string; readonly books: number }
+}
+
+/** Sums up a page as every series reports it. */
+export function listResult(count: number | string | bigint, hasNextPage: boolean, items: readonly ListItem[]): ListResult {
+  const authors = new Map<string, number>()
+  for (const item of items) authors.set(String(item.author.id), item.author.books)
+  return {
+    count: Number(count),
+    ids: items.map((i) => Number(i.id)),
+    hasNextPage,
+    reviews: items.reduce((n, i) => n + i.reviews, 0),
+    authors: authors.size,
+    authorBooks: [...authors.values()].reduce((n, b) => n + b, 0),
+    firstAuthorLastName: items[0]?.author.lastName,
+  }
 }
