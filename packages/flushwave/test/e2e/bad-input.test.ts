@@ -786,6 +786,9 @@ const readCases: Rejected[] = [
   { name: 'populate: a path through a column', act: ({ em, home }) => em.populate(home, 'things.title' as never), rejects: InvalidValueError },
   { name: 'find: a negative offset', act: ({ em }) => em.find('Thing', {}, { offset: -1 }), rejects: InvalidValueError },
   { name: 'find: populate not an array', act: ({ em }) => em.find('Thing', {}, { populate: 'owner' } as never), rejects: InvalidValueError },
+  { name: 'find: populate of an unknown path', act: ({ em }) => em.find('Thing', {}, { populate: ['owner.nope'] } as never), rejects: InvalidValueError },
+  { name: 'findPage: populate not an array', act: ({ em }) => em.findPage('Thing', {}, { first: 2, populate: 'owner' } as never), rejects: InvalidValueError },
+  { name: 'findPage: populate through a column', act: ({ em }) => em.findPage('Thing', {}, { first: 2, populate: ['title'] } as never), rejects: InvalidValueError },
 ]
 
 const rejected: readonly (readonly [group: string, cases: readonly Rejected[]])[] = [
