@@ -9,7 +9,7 @@
  *
  * `raw` streams the same rows through postgres.js's own cursor (`.cursor(1000)`), no ORM: what the
  * driver and V8's heap sizing cost alone. STREAM_TRACE=1 prints RSS and heapUsed every tenth of
- * the rows; STREAM_NODE_FLAGS passes node flags to the children.
+ * the rows; STREAM_NODE_FLAGS passes node flags to the children (e.g. `--max-semi-space-size=4`).
  *
  * Straight to the embedded database (no latency proxy). `measureStreamMemory` is what `pnpm bench`
  * runs for its "em.stream memory" section.
@@ -34,6 +34,8 @@ const BATCH = 1_000
 
 export interface StreamMemoryRow {
   readonly driver: StreamDriver
+  /** Node flags the child ran with ('' for none; absent in results written before they were recorded). */
+  readonly nodeFlags?: string
   readonly rows: number
   readonly batchSize: number
   readonly seconds: number
@@ -61,17 +63,37 @@ export async function seedStreamRows(admin: postgres.Sql, rows: number): Promise
   await admin.unsafe(`analyze ${TABLE}`)
 }
 
+/**
+ * V8's young generation grows to two 16 MB semi-spaces on 64-bit Node, and garbage promoted out of it waits for
+ * the next major GC: a fast loop's RSS rises by that much whatever allocates. The bench streams once
+ * more with the young generation capped, to show how much of the peak is that sizing.
+ */
+export const SMALL_YOUNG_GENERATION = '--max-semi-space-size=4'
+
+/** One stream to measure: a driver and the node flags of its child process. */
+export interface StreamRun {
+  readonly driver: StreamDriver
+  readonly nodeFlags: string
+}
+
+/** What `pnpm bench` measures: every driver as Node starts by default, then postgres.js and the floor with a small young generation. */
+export const STREAM_RUNS: readonly StreamRun[] = [
+  ...STREAM_DRIVERS.map((driver) => ({ driver, nodeFlags: '' })),
+  { driver: 'postgres', nodeFlags: SMALL_YOUNG_GENERATION },
+  { driver: 'raw', nodeFlags: SMALL_YOUNG_GENERATION },
+]
+
 /** Runs the stream in a fresh child process (this file, `--child`) and returns what it measured. */
-export async function streamInChild(url: string, driver: StreamDriver, rows: number): Promise<StreamMemoryRow> {
+export async function streamInChild(url: string, run: StreamRun, rows: number): Promise<StreamMemoryRow> {
   const file = fileURLToPath(import.meta.url)
-  // STREAM_NODE_FLAGS (e.g. `--max-semi-space-size=4`): node flags for the child, to see what V8's heap sizing adds.
-  const flags = process.env.STREAM_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
+  const { driver, nodeFlags } = run
+  const flags = nodeFlags.split(' ').filter(Boolean)
   const child = spawn(process.execPath, [...flags, '--import', 'tsx', file, '--child', url, driver, String(rows)], { stdio: ['ignore', 'pipe', 'inherit'] })
   let out = ''
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   if (code !== 0) throw new Error(`stream-memory child (${driver}) exited with ${code}: ${out}`)
-  return JSON.parse(out.trim().split('\n').at(-1)!) as StreamMemoryRow
+  return { ...(JSON.parse(out.trim().split('\n').at(-1)!) as StreamMemoryRow), nodeFlags }
 }
 
 /** The child: connect, full GC, then stream every row of t01 and sample memory once per batch. */
@@ -148,21 +170,24 @@ async function child(url: string, driver: StreamDriver, expected: number): Promi
 /** The driver as the tables name it. */
 export const streamDriverName = (d: StreamDriver) => ({ postgres: 'Flushwave on postgres.js', pg: 'Flushwave on node-postgres', raw: 'postgres.js cursor, no ORM' })[d]
 
+/** The driver and, when the child had any, its node flags. */
+export const streamRunName = (r: StreamMemoryRow) => streamDriverName(r.driver) + (r.nodeFlags ? `, node ${r.nodeFlags}` : '')
+
 export function streamLine(r: StreamMemoryRow): string {
   const rate = Math.round(r.rows / r.seconds).toLocaleString('en')
   return (
-    `${streamDriverName(r.driver)}: ${r.rows.toLocaleString('en')} rows in ${r.seconds.toFixed(1)} s (${rate} rows/s), ` +
+    `${streamRunName(r)}: ${r.rows.toLocaleString('en')} rows in ${r.seconds.toFixed(1)} s (${rate} rows/s), ` +
     `RSS ${r.startRssMb} MB at the start, peak ${r.peakRssMb} MB (+${(r.peakRssMb - r.startRssMb).toFixed(1)} MB), ` +
     `heapUsed ${r.startHeapMb} → peak ${r.peakHeapMb} MB (${r.endHeapMb} MB after a full GC at the end): ${r.holds ? 'within' : 'NOT within'} ${STREAM_BUDGET_MB} MB`
   )
 }
 
-/** Seeds through `admin`, streams in a child per driver from `url`, then empties the table again. */
-export async function measureStreamMemory(url: string, admin: postgres.Sql, rows: number, drivers: readonly StreamDriver[] = STREAM_DRIVERS): Promise<StreamMemoryRow[]> {
+/** Seeds through `admin`, streams in a child per run from `url`, then empties the table again. */
+export async function measureStreamMemory(url: string, admin: postgres.Sql, rows: number, runs: readonly StreamRun[] = STREAM_RUNS): Promise<StreamMemoryRow[]> {
   await seedStreamRows(admin, rows)
   const out: StreamMemoryRow[] = []
   try {
-    for (const driver of drivers) out.push(await streamInChild(url, driver, rows))
+    for (const run of runs) out.push(await streamInChild(url, run, rows))
   } finally {
     await admin.unsafe(`truncate ${TABLE}`)
   }
@@ -187,7 +212,7 @@ if (entry && process.argv[2] === '--child') {
     console.log(`seeded ${rows.toLocaleString('en')} rows into ${TABLE} in ${((performance.now() - t0) / 1000).toFixed(1)} s (untimed)`)
     let failed = false
     for (const driver of drivers) {
-      const r = await streamInChild(bench.url, driver, rows)
+      const r = await streamInChild(bench.url, { driver, nodeFlags: process.env.STREAM_NODE_FLAGS ?? '' }, rows)
       console.log(streamLine(r))
       if (process.env.STREAM_TRACE) console.log(`  rows, RSS MB, heapUsed MB: ${r.trace.map((t) => `[${t.join(', ')}]`).join(' ')}`)
       if (r.driver !== 'raw') failed ||= !r.holds
