@@ -7,7 +7,7 @@ export { generateSchemaModule, type GenerateOptions } from './catalog/pull-gener
 export { DEFAULT_LEDGER_TABLE, ledgerTableSql } from './sql/render-ledger.js'
 export type { AnyEntity, AssignInput, Collection, CounterDelta, CounterName, CreateInput, Entity, EntityName, EntityOf, IdOf, RelationName } from './schema/infer.js'
 export type { Comparison, OrderBy, RelationFilter, Where } from './schema/filters.js'
-export type { EqualityOps, JsonOps, OrderedOps, TextOps } from './schema/operators.js'
+export type { ArrayOps, EqualityOps, JsonOps, OrderedOps, TextOps } from './schema/operators.js'
 export { EntityManager, type EntityHooks, type Hooks, type UpsertOptions } from './entity-manager/entity-manager.js'
 export { EntityReads, type FindOptions, type LockOptions, type PageOptions, type StreamOptions } from './entity-manager/entity-reads.js'
 export { raw, RawSql } from './entity-manager/raw.js'

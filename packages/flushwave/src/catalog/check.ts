@@ -1,5 +1,6 @@
 import type { ExpectedColumn, ExpectedForeignKey } from './check-queries.js'
 import type { SchemaDifference } from '../errors.js'
+import { declaredType, type ColumnType } from '../schema/column-types.js'
 import type { Schema } from '../schema/define.js'
 
 /** Everything `orm.checkSchema()` asks the catalog about, derived from the schema alone. */
@@ -20,7 +21,7 @@ export function expectedTables(schema: Schema, ledgerTable: string | undefined):
   for (const meta of schema.insertOrder) {
     columns.push({ table: meta.quotedTable, column: meta.id.column, sqlType: meta.id.type.sqlType, notNull: true, sequence: meta.id.strategy === 'sequence' })
     for (const f of meta.fields) {
-      columns.push({ table: meta.quotedTable, column: f.column, sqlType: f.type.sqlType, notNull: !f.nullable, sequence: false })
+      columns.push({ table: meta.quotedTable, column: f.column, sqlType: declaredType(f.type), notNull: !f.nullable, sequence: false, length: lengthOf(f.type) })
       if (f.ref) foreignKeys.push({ table: meta.quotedTable, column: f.column, target: f.ref.target.quotedTable, deferred: f.ref.deferrable })
     }
     for (const link of meta.manyToMany) {
@@ -41,8 +42,14 @@ export function expectedTables(schema: Schema, ledgerTable: string | undefined):
   return { columns, foreignKeys }
 }
 
-/** A row of renderColumnCatalog: table exists, column exists, its type, the expected type, NOT NULL, has a sequence. */
-type ColumnRow = readonly [boolean, boolean, string | null, string | null, boolean | null, boolean | null]
+/** The n of a varchar(n) or char(n) column (or array of them): the catalog keeps it as atttypmod n + 4. */
+function lengthOf(type: ColumnType<unknown>): number | undefined {
+  const n = type.columnType && /^(?:varchar|char)\((\d+)\)/.exec(type.columnType)?.[1]
+  return n ? Number(n) : undefined
+}
+
+/** A row of renderColumnCatalog: table exists, column exists, its type, the expected type, NOT NULL, has a sequence, atttypmod. */
+type ColumnRow = readonly [boolean, boolean, string | null, string | null, boolean | null, boolean | null, number | string | null]
 /** A row of renderForeignKeyCatalog: index, exists, deferrable initially deferred. */
 type ForeignKeyRow = readonly [unknown, boolean, boolean | null]
 
@@ -51,7 +58,7 @@ export function compareCatalog(expected: Expected, columnRows: readonly (readonl
   const out: SchemaDifference[] = []
   const missingTables = new Set<string>()
   expected.columns.forEach((want, i) => {
-    const [tableExists, columnExists, type, wantedType, notNull, sequence] = columnRows[i] as unknown as ColumnRow
+    const [tableExists, columnExists, type, wantedType, notNull, sequence, typmod] = columnRows[i] as unknown as ColumnRow
     const table = unquote(want.table)
     if (!bool(tableExists)) {
       if (!missingTables.has(want.table)) out.push({ table, problem: 'table is missing' })
@@ -64,6 +71,9 @@ export function compareCatalog(expected: Expected, columnRows: readonly (readonl
     else if (type !== wantedType && !(wantedType === 'text' && type === 'character varying')) {
       // A varchar column takes Flushwave's text values (an assignment cast; its length is the server's check).
       out.push({ ...at, problem: `has type ${type}; the schema says ${wantedType}` })
+    } else if (want.length !== undefined && Number(typmod) - 4 !== want.length) {
+      // Longer in the database: values the schema refuses could be there; shorter: the server refuses what the schema allows.
+      out.push({ ...at, problem: `has ${Number(typmod) < 0 ? 'no length limit' : `length ${Number(typmod) - 4}`}; the schema says ${want.length}` })
     }
     if (want.notNull && !bool(notNull)) out.push({ ...at, problem: 'is nullable; the schema says not null' })
     if (!want.notNull && bool(notNull)) out.push({ ...at, problem: 'is NOT NULL; the schema says nullable' })

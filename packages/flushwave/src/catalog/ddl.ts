@@ -1,15 +1,18 @@
+import { declaredType } from '../schema/column-types.js'
 import { quoteIdent } from '../schema/quote.js'
 import { DEFAULT_LEDGER_TABLE, ledgerTableSql } from '../sql/render-ledger.js'
 import type { Schema } from '../schema/define.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 
 /**
- * CREATE statements for a schema, in dependency order: enum types, entity tables (parents first,
+ * CREATE statements for a schema, in dependency order: extensions its types need, enum types, entity tables (parents first,
  * foreign keys indexed), join tables, then the outcome ledger (unless `outcomeLedger: false`, as
  * given to flushwave()). For tests and quick starts; apps with migrations can print it once and copy it.
  */
 export function createTablesSql(schema: Schema, options: { readonly outcomeLedger?: string | false } = {}): string[] {
   const out: string[] = []
+  // citext is an extension's type (shipped with PostgreSQL's contrib modules).
+  if (schema.insertOrder.some((m) => m.fields.some((f) => /^citext\b/.test(f.type.sqlType)))) out.push('create extension if not exists citext')
   const enums = new Map<string, readonly string[]>()
   for (const meta of schema.insertOrder) for (const f of meta.fields) if (f.enumValues) enums.set(f.type.sqlType, f.enumValues)
   for (const [type, values] of enums) {
@@ -63,7 +66,7 @@ function idColumn(meta: EntityMeta): string {
 }
 
 function fieldColumn(f: FieldMeta, withReference: boolean): string {
-  let sql = `${f.quoted} ${f.type.sqlType}${f.nullable ? '' : ' not null'}`
+  let sql = `${f.quoted} ${declaredType(f.type)}${f.nullable ? '' : ' not null'}`
   if (f.default?.sql) sql += ` default ${f.default.sql}`
   if (f.unique) sql += ' unique'
   if (withReference) sql += references(f)

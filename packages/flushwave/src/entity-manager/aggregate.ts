@@ -44,7 +44,7 @@ export function aggregateQuery(meta: EntityMeta, where: Condition, spec: unknown
 /** Why `fn` cannot take `field`, or undefined. */
 function refusal(fn: Fn, field: FieldMeta): string | undefined {
   if (fn === 'sum' || fn === 'avg') return isCounter(field) ? undefined : `${fn} takes integer, bigint and numeric columns`
-  if (field.ref || field.type.sqlType === 'jsonb' || field.type.sqlType === 'bool') return `${fn} takes columns with an order (not jsonb, boolean or a reference)`
+  if (field.ref || !(field.type.operators === 'ordered' || field.type.operators === 'text')) return `${fn} takes columns with an order (not jsonb, boolean, bytea, an array or a reference)`
   return undefined
 }
 

@@ -1,6 +1,6 @@
 import { label, stateOf } from '../entities/entity-state.js'
 import { EntityStateError, InvalidValueError } from '../errors.js'
-import { text as textType, type ColumnType } from '../schema/column-types.js'
+import { text as textType, type ColumnType, type OperatorKind } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { allOf, type ColumnRef, type CompareOp, type Condition, type Quantifier } from '../sql/conditions.js'
 
@@ -19,8 +19,10 @@ const EQUALITY = new Set(['eq', 'ne', 'in', 'nin', 'isNull'])
 const ORDERED = new Set([...EQUALITY, 'gt', 'gte', 'lt', 'lte', 'between'])
 const TEXT = new Set([...ORDERED, 'like', 'ilike', 'notLike'])
 const JSON_OPS = new Set(['eq', 'ne', 'isNull', 'contains', 'containedBy', 'hasKey'])
+const ARRAY_OPS = new Set(['eq', 'ne', 'isNull', 'contains', 'containedBy', 'overlaps'])
+const OPERATORS: Readonly<Record<OperatorKind, ReadonlySet<string>>> = { equality: EQUALITY, ordered: ORDERED, text: TEXT, json: JSON_OPS, array: ARRAY_OPS }
 const QUANTIFIERS = new Set<string>(['some', 'none', 'every'])
-const COMPARE: Readonly<Record<string, CompareOp>> = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like', ilike: 'ilike', notLike: 'not like', contains: '@>', containedBy: '<@' }
+const COMPARE: Readonly<Record<string, CompareOp>> = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'like', ilike: 'ilike', notLike: 'not like', contains: '@>', containedBy: '<@', overlaps: '&&' }
 
 /** The column a property names, as a condition or an `orderBy` reads it. */
 interface Target {
@@ -87,7 +89,7 @@ function propertyCondition(meta: EntityMeta, prop: string, spec: unknown, throug
   }
   if (spec === null) return { kind: 'null', column: target.ref, negated: false }
   if (!isPlainObject(spec)) {
-    if (target.type.sqlType === 'jsonb') throw new InvalidValueError(meta.name, prop, spec, 'a jsonb property takes an object of operators, e.g. { eq: … } or { contains: … }')
+    if (target.type.operators === 'json') throw new InvalidValueError(meta.name, prop, spec, 'a jsonb property takes an object of operators, e.g. { eq: … } or { contains: … }')
     return compare(target, '=', spec)
   }
   return allOf(Object.entries(spec).map(([op, value]) => operatorCondition(target, op, value, spec)))
@@ -95,7 +97,7 @@ function propertyCondition(meta: EntityMeta, prop: string, spec: unknown, throug
 
 function operatorCondition(target: Target, op: string, value: unknown, spec: Record<string, unknown>): Condition {
   const { meta, prop, type } = target
-  const allowed = target.field?.ref ? EQUALITY : type.sqlType === 'jsonb' ? JSON_OPS : type.sqlType === 'text' ? TEXT : type.sqlType === 'bool' ? EQUALITY : ORDERED
+  const allowed = target.field?.ref ? EQUALITY : OPERATORS[type.operators]
   if (!allowed.has(op)) {
     throw new InvalidValueError(meta.name, prop, spec, `unknown operator ${JSON.stringify(op)} for this property (it takes ${[...allowed].join(', ')})`)
   }
@@ -126,7 +128,9 @@ function operatorCondition(target: Target, op: string, value: unknown, spec: Rec
     }
     case 'contains':
     case 'containedBy':
-      return { kind: 'compare', column: target.ref, op: COMPARE[op]!, value: textOf(target, value), cast: 'jsonb' }
+    case 'overlaps':
+      // jsonb containment, or array containment and overlap (castOf: the array's own type).
+      return { kind: 'compare', column: target.ref, op: COMPARE[op]!, value: textOf(target, value), cast: castOf(target) }
     case 'hasKey': {
       const reason = typeof value === 'string' ? textType.check(value) : '`hasKey` takes a string'
       if (reason) throw new InvalidValueError(meta.name, prop, value, reason)
@@ -179,7 +183,8 @@ export function columnOf(meta: EntityMeta, prop: string): { readonly quoted: str
   if (prop === meta.id.prop) return meta.id
   const field = meta.fieldByProp.get(prop)
   if (!field) throw new InvalidValueError(meta.name, prop, undefined, 'is not a column or many-to-one of this entity')
-  if (field.type.sqlType === 'jsonb') throw new InvalidValueError(meta.name, prop, undefined, 'a jsonb column has no order to sort by')
+  const kind = field.ref ? 'ordered' : field.type.operators
+  if (kind === 'json' || kind === 'array') throw new InvalidValueError(meta.name, prop, undefined, `a ${kind === 'json' ? 'jsonb' : 'array'} column has no order to sort by`)
   return field
 }
 

@@ -1,7 +1,7 @@
 import * as types from './column-types.js'
-import type { ColumnType } from './column-types.js'
+import { declaredType, type ColumnType, type CustomTypeSpec } from './column-types.js'
 import { quoteIdent } from './quote.js'
-import type { EqualityOps, JsonOps, TextOps } from './operators.js'
+import type { ArrayOps, EqualityOps, JsonOps, OrderedOps, TextOps } from './operators.js'
 
 /**
  * Property builders. Each is an immutable value whose type parameters carry what the entity type
@@ -143,9 +143,13 @@ export class Column<T, N extends boolean = false, D extends boolean = false, C e
 }
 
 export class Timestamp<N extends boolean = false, D extends boolean = false> extends Column<Date, N, D> {
-  /** Defaults to the client's clock at create time, and to `now()` in emitted DDL. */
+  /**
+   * Defaults to the client's clock at create time, and to `now()` in emitted DDL (for a timestamp
+   * without time zone, now in UTC: its Date's UTC fields are the stored wall clock).
+   */
   defaultNow(): Column<Date, N, true> {
-    return new Column({ ...this.spec, default: { make: () => new Date(), sql: 'now()', clock: true } })
+    const sql = this.spec.type.sqlType === 'timestamp' ? "(now() at time zone 'utc')" : 'now()'
+    return new Column({ ...this.spec, default: { make: () => new Date(), sql, clock: true } })
   }
 }
 
@@ -243,8 +247,14 @@ function compareDecimals(a: DecimalParts, b: DecimalParts): number {
 
 function literal<T>(type: ColumnType<T>, value: T): string | undefined {
   if (value === null) return 'NULL'
-  return `'${type.toText(value).replace(/'/g, "''")}'::${type.sqlType}`
+  return `'${type.toText(value).replace(/'/g, "''")}'::${declaredType(type as ColumnType<unknown>)}`
 }
+
+/** The TypeScript value of an array property: its element's, with null when the element is `.nullable()`. */
+type ElementsOf<E, N extends boolean> = N extends true ? (E | null)[] : E[]
+
+/** The `where` operators of a custom type, by the kind it declares. */
+type CustomOps<T, K> = K extends 'text' ? TextOps : K extends 'ordered' ? OrderedOps<T> : EqualityOps<T>
 
 /** The property builders: `t.text()`, `t.manyToOne('Author')`, … */
 export const t = {
@@ -265,6 +275,41 @@ export const t = {
   timestamptz: (): Timestamp => new Timestamp(column(types.timestamptz).spec),
   jsonb: <T = unknown>(): Column<T, false, false, false, JsonOps<T>> => column(types.jsonb<T>()),
   uuid: (): Column<string> => column(types.uuid),
+  /** int2: an integer from -32768 to 32767. */
+  smallint: (): Column<number, false, false, true> => column(types.smallint),
+  /** float8: any JS number, NaN, ±Infinity and -0 included, exactly. */
+  double: (): Column<number> => column(types.double),
+  /** float4: a number that float4 keeps as it is (0.1, 21.5); one it would change is refused. */
+  real: (): Column<number> => column(types.real),
+  /** A calendar date as `'YYYY-MM-DD'` text: no time zone can move it. */
+  date: (): Column<string> => column(types.date),
+  /** A time of day as `'HH:MM:SS[.ffffff]'` text. */
+  time: (): Column<string> => column(types.time),
+  /** timestamp without time zone, as a Date whose UTC fields are the stored wall clock. */
+  timestamp: (): Timestamp => new Timestamp(column(types.timestamp).spec),
+  /** interval, as text in PostgreSQL's syntax or ISO 8601 (read back in PostgreSQL's). */
+  interval: (): Column<string> => column(types.interval),
+  /** bytea, as a Uint8Array (a Buffer is one). */
+  bytea: (): Column<Uint8Array, false, false, false, EqualityOps<Uint8Array>> => column(types.bytea),
+  /** varchar(n): text of at most n characters, checked before sending. */
+  varchar: (n: number): Column<string, false, false, false, TextOps> => column(types.varchar(n)),
+  /** char(n): text of at most n characters, without trailing spaces (the server pads and drops them). */
+  char: (n: number): Column<string, false, false, false, TextOps> => column(types.char(n)),
+  /** citext (the extension): text compared and matched ignoring case. */
+  citext: (): Column<string, false, false, false, TextOps> => column(types.citext),
+  /** inet: an IPv4 or IPv6 host address, optionally with a prefix. */
+  inet: (): Column<string> => column(types.inet),
+  /** cidr: an IPv4 or IPv6 network. */
+  cidr: (): Column<string> => column(types.cidr),
+  /**
+   * A one-dimensional array of the element's type: `t.array(t.text())` is `text[]` (string[]);
+   * `t.array(t.integer().nullable())` allows NULL elements ((number | null)[]).
+   */
+  array: <E, EN extends boolean>(element: Column<E, EN, boolean, boolean, unknown>): Column<ElementsOf<E, EN>, false, false, false, ArrayOps<E>> =>
+    column(types.array(element.spec.type, element.spec.nullable) as ColumnType<ElementsOf<E, EN>>),
+  /** A type Flushwave has no builder for (ltree, PostGIS geometry as text, a domain), described by its text form. */
+  custom: <T, const K extends 'equality' | 'ordered' | 'text' = 'equality'>(spec: CustomTypeSpec<T> & { readonly operators?: K }): Column<T, false, false, false, CustomOps<T, K>> =>
+    column(types.custom(spec)),
   /** A PostgreSQL enum type named `typeName`. */
   /**
    * An optimistic-lock version (int4, 1 for a new row). Every update and delete of the entity checks

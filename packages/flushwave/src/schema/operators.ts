@@ -45,3 +45,16 @@ export interface JsonOps<T> {
   /** The document is an object with this key, or an array with this string (`?`). */
   hasKey?: string
 }
+
+/** Array columns: equality of whole arrays, containment and overlap (`@>`, `<@`, `&&`). */
+export interface ArrayOps<E> {
+  eq?: readonly E[]
+  ne?: readonly E[]
+  isNull?: boolean
+  /** Has every one of these elements: `{ tags: { contains: ['sale'] } }`. */
+  contains?: readonly E[]
+  /** Every element is one of these. */
+  containedBy?: readonly E[]
+  /** Has at least one of these elements. */
+  overlaps?: readonly E[]
+}

@@ -17,15 +17,9 @@ export type PopulatePath<D extends SchemaDefs, K extends EntityName<D>, Depth ex
   ? never
   : { [R in RelationName<D, K>]: R | `${R}.${PopulatePath<D, RelationTarget<D, K, R>, [...Depth, unknown]>}` }[RelationName<D, K>]
 
-/** Columns with an order, which `min` and `max` take (every column but jsonb and boolean ones). */
+/** Columns with an order, which `min` and `max` take (not jsonb, boolean, bytea or array ones). */
 export type OrderedName<D extends SchemaDefs, K extends EntityName<D>> = {
-  [F in keyof PropsOf<D, K>]: PropsOf<D, K>[F] extends Column<infer T, boolean, boolean, boolean, infer O>
-    ? T extends boolean
-      ? never
-      : 'hasKey' extends keyof O
-        ? never
-        : F
-    : never
+  [F in keyof PropsOf<D, K>]: PropsOf<D, K>[F] extends Column<unknown, boolean, boolean, boolean, infer O> ? (unknown extends O ? F : 'gt' extends keyof O ? F : never) : never
 }[keyof PropsOf<D, K>] &
   string
 

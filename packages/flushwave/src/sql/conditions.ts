@@ -17,7 +17,7 @@ export type Condition =
   | { readonly kind: 'between'; readonly column: ColumnRef; readonly low: string; readonly high: string; readonly cast: string }
   | { readonly kind: 'related'; readonly through: readonly FieldMeta[]; readonly relation: Relation; readonly quantifier: Quantifier; readonly where: Condition }
 
-export type CompareOp = '=' | '<>' | '<' | '<=' | '>' | '>=' | 'like' | 'ilike' | 'not like' | '@>' | '<@' | '?'
+export type CompareOp = '=' | '<>' | '<' | '<=' | '>' | '>=' | 'like' | 'ilike' | 'not like' | '@>' | '<@' | '&&' | '?'
 
 export type Quantifier = 'some' | 'none' | 'every'
 
