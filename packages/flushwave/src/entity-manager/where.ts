@@ -188,7 +188,7 @@ export function columnOf(meta: EntityMeta, prop: string): { readonly quoted: str
   return field
 }
 
-/** An object of named values (conditions, a comparison, options): not null, an array, a Date or an entity. */
+/** An object of named values (conditions, a comparison, options): not null, an array, a Date, bytes or an entity. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !(value instanceof Date) && !Array.isArray(value) && stateOf(value) === undefined
+  return typeof value === 'object' && value !== null && !(value instanceof Date) && !Array.isArray(value) && !ArrayBuffer.isView(value) && stateOf(value) === undefined
 }

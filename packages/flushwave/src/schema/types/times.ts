@@ -151,8 +151,8 @@ export const time: ColumnType<string> = {
 const UNIT = '(?:microseconds?|us|usecs?|milliseconds?|ms|msecs?|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|w|months?|mons?|years?|yrs?|y|decades?|decs?|centur(?:y|ies)|c|millenni(?:um|a)|mils?)'
 const NUMBER = '[+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)'
 const CLOCK = '[+-]?\\d+:\\d{1,2}(?::\\d{1,2}(?:\\.\\d+)?)?'
-/** PostgreSQL's own interval syntax: `1 year 2 mons -3 days 04:05:06.7`, `@ 3 days ago`. */
-const VERBOSE = new RegExp(`^@?\\s*(?:${NUMBER}\\s*${UNIT}\\b\\s*)*(?:${CLOCK})?\\s*(?:ago)?\\s*$`, 'i')
+/** PostgreSQL's own interval syntax: `1 year 2 mons -3 days 04:05:06.7`, `@ 3 days ago`, `90` (seconds). */
+const VERBOSE = new RegExp(`^@?\\s*(?:${NUMBER}\\s*${UNIT}\\b\\s*)*(?:${CLOCK}|${NUMBER})?\\s*(?:ago)?\\s*$`, 'i')
 const ISO_PART = '[+-]?\\d+(?:[.,]\\d+)?'
 /** ISO 8601 durations: `P1Y2M3DT4H5M6.7S`, `P2W`. */
 const ISO = new RegExp(`^P(?:${ISO_PART}Y)?(?:${ISO_PART}M)?(?:${ISO_PART}W)?(?:${ISO_PART}D)?(?:T(?:${ISO_PART}H)?(?:${ISO_PART}M)?(?:${ISO_PART}S)?)?$`)
