@@ -59,7 +59,7 @@ const schema = defineSchema({
   }),
 })
 type Typed = EntityOf<typeof schema, 'Typed'>
-type Values = Omit<{ -readonly [K in keyof Typed]: Typed[K] }, 'id'>
+type Values = Omit<{ -readonly [K in keyof Typed as K extends string ? K : never]: Typed[K] }, 'id'>
 
 /** mulberry32: a small seeded generator, so that a failing run can be replayed by its seed. */
 function generator(seed: number) {
