@@ -19,7 +19,7 @@ export function expectedTables(schema: Schema, ledgerTable: string | undefined):
   const foreignKeys: ExpectedForeignKey[] = []
   const joinTables = new Set<string>()
   for (const meta of schema.insertOrder) {
-    columns.push({ table: meta.quotedTable, column: meta.id.column, sqlType: meta.id.type.sqlType, notNull: true, sequence: meta.id.strategy === 'sequence' })
+    columns.push({ table: meta.quotedTable, column: meta.id.column, sqlType: declaredType(meta.id.type), notNull: true, sequence: meta.id.strategy === 'sequence', length: lengthOf(meta.id.type) })
     for (const f of meta.fields) {
       columns.push({ table: meta.quotedTable, column: f.column, sqlType: declaredType(f.type), notNull: !f.nullable, sequence: false, length: lengthOf(f.type) })
       if (f.ref) foreignKeys.push({ table: meta.quotedTable, column: f.column, target: f.ref.target.quotedTable, deferred: f.ref.deferrable })
@@ -29,7 +29,7 @@ export function expectedTables(schema: Schema, ledgerTable: string | undefined):
       if (link.owner !== meta || joinTables.has(link.quotedTable)) continue
       joinTables.add(link.quotedTable)
       for (const [column, end] of [[link.ownColumn, link.owner], [link.targetColumn, link.target]] as const) {
-        columns.push({ table: link.quotedTable, column, sqlType: end.id.type.sqlType, notNull: true, sequence: false })
+        columns.push({ table: link.quotedTable, column, sqlType: declaredType(end.id.type), notNull: true, sequence: false, length: lengthOf(end.id.type) })
         foreignKeys.push({ table: link.quotedTable, column, target: end.quotedTable, deferred: false })
       }
     }

@@ -256,14 +256,38 @@ type ElementsOf<E, N extends boolean> = N extends true ? (E | null)[] : E[]
 /** The `where` operators of a custom type, by the kind it declares. */
 type CustomOps<T, K> = K extends 'text' ? TextOps : K extends 'ordered' ? OrderedOps<T> : EqualityOps<T>
 
+/** Column types a key can have: compared by value, never changed in place. */
+const KEY_TYPES: Readonly<Record<IdStrategy, readonly string[]>> = {
+  sequence: ['int2', 'int4'],
+  provided: ['int2', 'int4', 'int8', 'text', 'varchar', 'bpchar', 'uuid', 'citext'],
+  uuid: ['uuid'],
+}
+
+/** The column type of an id given as a column builder (`t.id(t.integer())`), checked; undefined for the default. */
+function idType(column: Column<unknown, boolean, boolean, boolean, unknown> | undefined, strategy: IdStrategy): ColumnType<unknown> | undefined {
+  if (column === undefined) return undefined
+  const { type, nullable } = column.spec
+  if (nullable || !KEY_TYPES[strategy].includes(type.sqlType)) {
+    throw new TypeError(`${strategy === 'sequence' ? 't.id()' : 't.providedId()'} takes ${KEY_TYPES[strategy].join(', ')} (not nullable), not ${declaredType(type)}${nullable ? ' nullable' : ''}`)
+  }
+  return type
+}
+
 /** The property builders: `t.text()`, `t.manyToOne('Author')`, … */
 export const t = {
-  /** int8 primary key whose values come from its sequence, allocated in blocks before the flush. */
-  id: (): Id<number, 'sequence'> =>
-    new Id({ kind: 'id', type: types.serialId as ColumnType<unknown>, strategy: 'sequence', column: undefined }),
-  /** int8 primary key the application provides to `create` (no sequence, no allocation). */
-  providedId: (): Id<number, 'provided'> =>
-    new Id({ kind: 'id', type: types.serialId as ColumnType<unknown>, strategy: 'provided', column: undefined }),
+  /**
+   * A primary key whose values come from its sequence (identity or serial), allocated in blocks
+   * before the flush: int8 by default, `t.id(t.integer())` for an int4 (`serial`) key.
+   */
+  id: (type?: Column<number, false, false, true, unknown>): Id<number, 'sequence'> =>
+    new Id({ kind: 'id', type: idType(type, 'sequence') ?? (types.serialId as ColumnType<unknown>), strategy: 'sequence', column: undefined }),
+  /**
+   * A primary key the application provides to `create` (no sequence, no allocation): int8 by
+   * default; any integer, text, varchar or uuid column type for natural keys, e.g.
+   * `t.providedId(t.varchar(20))` or `t.providedId(t.integer())`.
+   */
+  providedId: <T extends number | string | bigint = number>(type?: Column<T, false, false, boolean, unknown>): Id<T, 'provided'> =>
+    new Id({ kind: 'id', type: idType(type, 'provided') ?? (types.serialId as ColumnType<unknown>), strategy: 'provided', column: undefined }),
   /** uuid primary key made on the client (UUID v7) when the entity is created; `create` may pass one. */
   uuidId: (): Id<string, 'uuid'> =>
     new Id({ kind: 'id', type: types.uuid as ColumnType<unknown>, strategy: 'uuid', column: undefined }),

@@ -1,5 +1,5 @@
 import { describe, expectTypeOf, it } from 'vitest'
-import type { Collection, CounterName, CreateInput, EntityManager, Where } from '../../src/index.js'
+import { defineSchema, entity, t, type Collection, type CounterName, type CreateInput, type EntityManager, type EntityOf, type Where } from '../../src/index.js'
 import type { Author, Book, bookstore } from '../support/bookstore.js'
 
 type D = typeof bookstore.defs
@@ -108,5 +108,58 @@ describe('inferred entity types', () => {
   it('makes only non-null columns without defaults required on create', () => {
     expectTypeOf<CreateInput<D, 'Author'>>().toEqualTypeOf<{ name: string } & { email?: string | null; rating?: string; createdAt?: Date }>()
     expectTypeOf<Where<D, 'Tag'>>().toHaveProperty('name')
+  })
+})
+
+describe('column and key types', () => {
+  const typed = defineSchema({
+    Country: entity('country', { code: t.providedId(t.varchar(2)), name: t.text() }),
+    City: entity('city', {
+      id: t.id(t.integer()),
+      country: t.manyToOne('Country'),
+      tags: t.array(t.text()),
+      scores: t.array(t.integer().nullable()).nullable(),
+      photo: t.bytea().nullable(),
+      day: t.date(),
+      at: t.timestamp(),
+      ratio: t.double(),
+      // T and the operators inferred together (an explicit <T> leaves the operators at equality).
+      path: t.custom({ sqlType: 'ltree', toText: (v: string[]) => v.join('.'), fromDb: (s) => s.split('.'), operators: 'ordered' }),
+    }),
+  })
+  type TD = typeof typed.defs
+  type City = EntityOf<typeof typed, 'City'>
+
+  it('infers each type, arrays by their element, keys by their column type', () => {
+    expectTypeOf<City['id']>().toEqualTypeOf<number>()
+    expectTypeOf<EntityOf<typeof typed, 'Country'>['code']>().toEqualTypeOf<string>()
+    expectTypeOf<City['tags']>().toEqualTypeOf<string[]>()
+    expectTypeOf<City['scores']>().toEqualTypeOf<(number | null)[] | null>()
+    expectTypeOf<City['photo']>().toEqualTypeOf<Uint8Array | null>()
+    expectTypeOf<City['day']>().toEqualTypeOf<string>()
+    expectTypeOf<City['at']>().toEqualTypeOf<Date>()
+    expectTypeOf<City['path']>().toEqualTypeOf<string[]>()
+  })
+
+  it('rejects misuse at compile time', () => {
+    const check = (em: EntityManager<TD>, city: City) => {
+      void em.load('Country', 'FR')
+      // @ts-expect-error a varchar key is a string
+      void em.load('Country', 42)
+      // @ts-expect-error an int4 key is a number
+      em.ref('City', 'one')
+      // @ts-expect-error elements of text[] are not nullable
+      city.tags = ['a', null]
+      city.scores = [1, null]
+      void em.find('City', { tags: { contains: ['a'] }, scores: { overlaps: [1] }, photo: { eq: new Uint8Array(1) }, day: { gte: '2020-01-01' }, path: { gt: ['a'] } })
+      // @ts-expect-error arrays have no order
+      void em.find('City', { tags: { gt: ['a'] } })
+      // @ts-expect-error bytea has no order
+      void em.find('City', { photo: { gt: new Uint8Array(1) } })
+      // @ts-expect-error no minimum of an array
+      void em.aggregate('City', {}, { min: ['tags'] })
+      void em.aggregate('City', {}, { min: ['day', 'ratio', 'at'] })
+    }
+    expectTypeOf(check).toBeFunction()
   })
 })
