@@ -92,5 +92,5 @@ export function compareCatalog(expected: Expected, columnRows: readonly (readonl
 /** Drivers answer booleans as booleans or as 't'/'f'. */
 const bool = (v: unknown): boolean => v === true || v === 't'
 
-/** `"book"` → `book`, for messages. */
-const unquote = (quoted: string): string => (quoted.startsWith('"') ? quoted.slice(1, -1).replace(/""/g, '"') : quoted)
+/** `"book"` → `book`, `"billing"."invoice"` → `billing.invoice`, for messages. */
+const unquote = (quoted: string): string => (quoted.startsWith('"') ? [...quoted.matchAll(/"((?:[^"]|"")*)"/g)].map((m) => m[1]!.replace(/""/g, '"')).join('.') : quoted)

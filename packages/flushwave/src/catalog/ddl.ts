@@ -5,7 +5,7 @@ import type { Schema } from '../schema/define.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 
 /**
- * CREATE statements for a schema, in dependency order: extensions its types need, enum types, entity tables (parents first,
+ * CREATE statements for a schema, in dependency order: PostgreSQL schemas its tables name, extensions its types need, enum types, entity tables (parents first,
  * foreign keys indexed), join tables, then the outcome ledger (unless `outcomeLedger: false`, as
  * given to flushwave()). For tests and quick starts; apps with migrations can print it once and copy it.
  */
@@ -13,6 +13,9 @@ export function createTablesSql(schema: Schema, options: { readonly outcomeLedge
   const out: string[] = []
   // citext is an extension's type (shipped with PostgreSQL's contrib modules).
   if (schema.insertOrder.some((m) => m.fields.some((f) => /^citext\b/.test(f.type.sqlType)))) out.push('create extension if not exists citext')
+  const schemas = new Set<string>()
+  for (const meta of schema.insertOrder) if (meta.schema !== undefined) schemas.add(meta.schema)
+  for (const name of schemas) out.push(`create schema if not exists ${quoteIdent(name)}`)
   const enums = new Map<string, readonly string[]>()
   for (const meta of schema.insertOrder) for (const f of meta.fields) if (f.enumValues) enums.set(f.type.sqlType, f.enumValues)
   for (const [type, values] of enums) {
@@ -29,7 +32,7 @@ export function createTablesSql(schema: Schema, options: { readonly outcomeLedge
     for (const f of meta.fields) if (f.ref) out.push(`create index on ${meta.quotedTable} (${f.quoted})`)
     for (const f of meta.fields) {
       if (inline(f)) continue
-      const name = quoteIdent(`${meta.table}_${f.column}_fkey`)
+      const name = quoteIdent(`${meta.bareTable}_${f.column}_fkey`)
       later.push(`alter table ${meta.quotedTable} add constraint ${name} foreign key (${f.quoted})${references(f)}`)
     }
   }

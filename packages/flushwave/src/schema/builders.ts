@@ -334,7 +334,6 @@ export const t = {
   /** A type Flushwave has no builder for (ltree, PostGIS geometry as text, a domain), described by its text form. */
   custom: <T, const K extends 'equality' | 'ordered' | 'text' = 'equality'>(spec: CustomTypeSpec<T> & { readonly operators?: K }): Column<T, false, false, false, CustomOps<T, K>> =>
     column(types.custom(spec)),
-  /** A PostgreSQL enum type named `typeName`. */
   /**
    * An optimistic-lock version (int4, 1 for a new row). Every update and delete of the entity checks
    * it on the server, in the same pipeline, and advances it; a stale one fails the whole flush with
@@ -342,8 +341,9 @@ export const t = {
    */
   version: (): Column<number, false, true> =>
     new Column({ ...column(types.integer).spec, default: { make: () => 1, sql: '1' }, version: true }),
-  enum: <const V extends string>(typeName: string, values: readonly [V, ...V[]]): Column<V> =>
-    column(types.enumeration(quoteIdent(typeName), values), values),
+  /** A PostgreSQL enum type named `typeName` (in `options.schema` when given), its labels in order. */
+  enum: <const V extends string>(typeName: string, values: readonly [V, ...V[]], options: { readonly schema?: string } = {}): Column<V> =>
+    column(types.enumeration(options.schema === undefined ? quoteIdent(typeName) : `${quoteIdent(options.schema)}.${quoteIdent(typeName)}`, values), values),
   manyToOne: <const Target extends string>(target: Target): ManyToOne<Target> =>
     new ManyToOne({ kind: 'manyToOne', target, nullable: false, column: undefined, onDelete: undefined, deferrable: false }),
   /** The inverse side of `Target`'s many-to-one property named `inverse`; stores nothing itself. */

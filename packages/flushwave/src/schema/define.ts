@@ -8,6 +8,8 @@ import { deriveFacts, type SchemaFacts } from './derive.js'
 
 export interface EntityDef<P extends Record<string, AnyProp> = Record<string, AnyProp>> {
   readonly table: string
+  /** The PostgreSQL schema (namespace) of its table; unset: the connection's search path finds it. */
+  readonly schema?: string | undefined
   readonly props: P
   /** Unique keys over several columns (a single column's is `.unique()`), by property name. */
   readonly unique: readonly (readonly string[])[]
@@ -21,11 +23,22 @@ type KeyProp<P> = { [F in keyof P]: P[F] extends Column<unknown, boolean, boolea
 export interface EntityOptions<P> {
   /** Unique keys over several columns: `unique: [['order', 'sku']]` is `unique (order_id, sku)`. */
   readonly unique?: readonly (readonly KeyProp<P>[])[]
+  /**
+   * The PostgreSQL schema (namespace) the table is in: `{ schema: 'billing' }` is
+   * `"billing"."invoice"` in every statement. Its many-to-many join tables go in it too.
+   */
+  readonly schema?: string
 }
 
 /** Declares an entity: its table, its properties built with `t`, and keys over several columns. */
 export function entity<const P extends Record<string, AnyProp>>(table: string, props: P, options: EntityOptions<P> = {}): EntityDef<P> {
-  return Object.freeze({ table, props, unique: Object.freeze((options.unique ?? []).map((key) => Object.freeze([...key]))) })
+  if (options.schema !== undefined && (typeof options.schema !== 'string' || options.schema === '')) throw new SchemaError(`entity ${JSON.stringify(table)}: schema must be a non-empty name`)
+  return Object.freeze({ table, schema: options.schema, props, unique: Object.freeze((options.unique ?? []).map((key) => Object.freeze([...key]))) })
+}
+
+/** A table's name in messages and results (`billing.invoice`), and as statements write it (`"billing"."invoice"`). */
+function tableNames(table: string, schema: string | undefined): { table: string; quotedTable: string } {
+  return schema === undefined ? { table, quotedTable: quoteIdent(table) } : { table: `${schema}.${table}`, quotedTable: `${quoteIdent(schema)}.${quoteIdent(table)}` }
 }
 
 /** A checked, resolved set of entities. Entity names are the keys of `defs`. */
@@ -72,7 +85,7 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
   const drafts = new Map<string, Draft>()
   const tables = new Map<string, string>()
   for (const [name, def] of Object.entries(defs)) {
-    claim(tables, def.table, name)
+    claim(tables, tableNames(def.table, def.schema).table, name)
     drafts.set(name, draft(name, def))
   }
   const target = (owner: string, prop: string, name: string): EntityMeta => {
@@ -159,8 +172,9 @@ function draft(name: string, def: EntityDef): Draft {
   const fieldByProp = new Map<string, FieldMeta>()
   const meta: EntityMeta = {
     name,
-    table: def.table,
-    quotedTable: quoteIdent(def.table),
+    ...tableNames(def.table, def.schema),
+    schema: def.schema,
+    bareTable: def.table,
     id,
     fields,
     fieldByProp,
@@ -227,11 +241,11 @@ function oneToMany(owner: EntityMeta, prop: string, spec: OneToManySpec, target:
 }
 
 function manyToMany(owner: EntityMeta, prop: string, spec: ManyToManySpec, target: EntityMeta): ManyToManyMeta {
-  const table = spec.table ?? `${owner.table}_${target.table}`
-  const ownColumn = spec.ownColumn ?? `${owner.table}_${owner.id.column}`
-  const targetColumn = spec.targetColumn ?? `${target.table}_${target.id.column}`
+  const bare = spec.table ?? `${owner.bareTable}_${target.bareTable}`
+  const ownColumn = spec.ownColumn ?? `${owner.bareTable}_${owner.id.column}`
+  const targetColumn = spec.targetColumn ?? `${target.bareTable}_${target.id.column}`
   if (ownColumn === targetColumn) {
-    throw new SchemaError(`${owner.name}.${prop}: join table "${table}" needs distinct ownColumn and targetColumn`)
+    throw new SchemaError(`${owner.name}.${prop}: join table "${bare}" needs distinct ownColumn and targetColumn`)
   }
-  return { prop, owner, target, table, quotedTable: quoteIdent(table), ownColumn, targetColumn }
+  return { prop, owner, target, ...tableNames(bare, owner.schema), schema: owner.schema, bareTable: bare, ownColumn, targetColumn }
 }

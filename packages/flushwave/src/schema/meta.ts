@@ -4,8 +4,14 @@ import type { DefaultSpec, IdStrategy, OnDelete, Rule } from './builders.js'
 /** Resolved, runtime description of an entity: what the unit of work, planner and SQL renderer read. */
 export interface EntityMeta {
   readonly name: string
+  /** The table as messages and results name it: `invoice`, or `billing.invoice` in a schema. */
   readonly table: string
+  /** The table as statements write it: `"invoice"`, `"billing"."invoice"`. */
   readonly quotedTable: string
+  /** Its PostgreSQL schema, when the entity names one. */
+  readonly schema: string | undefined
+  /** The table's own name, without its schema. */
+  readonly bareTable: string
   readonly id: IdMeta
   /** Stored columns other than the id, in declaration order: scalars and many-to-one FKs. */
   readonly fields: readonly FieldMeta[]
@@ -117,8 +123,11 @@ export interface ManyToManyMeta {
   readonly prop: string
   readonly owner: EntityMeta
   readonly target: EntityMeta
+  /** As EntityMeta's: the join table is in its owner's schema. */
   readonly table: string
   readonly quotedTable: string
+  readonly schema: string | undefined
+  readonly bareTable: string
   readonly ownColumn: string
   readonly targetColumn: string
 }
