@@ -1,5 +1,6 @@
 import { snakeCase } from '../schema/naming.js'
 import type { CatalogColumn, CatalogForeignKey, CatalogTable } from './pull-read.js'
+import { defaultSource, pulledType, quote } from './pull-types.js'
 
 export interface GenerateOptions {
   /** Where the tables came from, for the header. */
@@ -9,10 +10,10 @@ export interface GenerateOptions {
 }
 
 /**
- * A `defineSchema` module for the tables read by catalog.ts: entities with their columns, ids,
- * uniques, defaults it can carry, many-to-one references with their one-to-many inverses, and pure
- * join tables as many-to-many. What it cannot express is listed in a comment at the top, by table
- * and column, never dropped silently. Pure: the same catalog gives the same text.
+ * A `defineSchema` module for the tables read by pull-read.ts: entities with their columns (typed by
+ * pull-types.ts), ids, uniques, defaults it can carry, many-to-one references with their one-to-many
+ * inverses, and pure join tables as many-to-many. What it cannot express is listed in a comment at
+ * the top, by table and column, never dropped silently. Pure: the same catalog gives the same text.
  */
 export function generateSchemaModule(tables: readonly CatalogTable[], options: GenerateOptions): string {
   const unsupported: string[] = []
@@ -68,16 +69,18 @@ export function generateSchemaModule(tables: readonly CatalogTable[], options: G
         byColumn.set(column.name, prop)
         continue
       }
-      const scalar = scalarBuilder(column, options.versionColumn)
-      if (!scalar) {
-        unsupported.push(`${at}: type ${column.type} is not supported; not generated`)
+      const version = column.name === options.versionColumn && column.typeName === 'int4'
+      const pulled = version ? undefined : pulledType(column)
+      if (typeof pulled === 'string') {
+        unsupported.push(`${at}: ${pulled}`)
         continue
       }
       const prop = claim(table.name, camelCase(column.name))
-      let text = scalar.text
-      if (!scalar.version) {
-        const def = defaultOf(column, scalar.kind)
-        if (def.text) text += def.text
+      let text = pulled?.builder ?? 't.version()'
+      if (pulled) {
+        if (pulled.precision) unsupported.push(`${at}: the precision of ${column.type}, which ${pulled.builder} does not carry (the server rounds values to it)`)
+        const def = defaultSource(column, pulled)
+        if (def) text += def
         else if (column.default !== undefined && !column.sequence) unsupported.push(`${at}: default ${column.default} is not carried over (Flushwave sends every value)`)
         if (!column.notNull) text += '.nullable()'
         if (table.unique.has(column.name)) text += '.unique()'
@@ -154,59 +157,10 @@ function manyToOne(fk: CatalogForeignKey, column: CatalogColumn, prop: string, t
   return text
 }
 
-type Kind = 'text' | 'integer' | 'bigint' | 'numeric' | 'boolean' | 'timestamptz' | 'jsonb' | 'uuid' | 'enum'
-
-function scalarBuilder(column: CatalogColumn, versionColumn: string | undefined): { text: string; kind: Kind; version?: true } | undefined {
-  if (column.name === versionColumn && column.typeName === 'int4') return { text: 't.version()', kind: 'integer', version: true }
-  if (column.enumValues) return { text: `t.enum(${quote(column.typeName)}, [${column.enumValues.map(quote).join(', ')}])`, kind: 'enum' }
-  const varchar = /^character varying\((\d+)\)$/.exec(column.type)
-  switch (column.typeName) {
-    case 'text':
-      return { text: 't.text()', kind: 'text' }
-    case 'varchar':
-      // Flushwave casts to text: the length limit becomes a check before anything is sent.
-      return varchar ? { text: `t.text().length({ max: ${varchar[1]} })`, kind: 'text' } : { text: 't.text()', kind: 'text' }
-    case 'int4':
-    case 'int2':
-      return { text: 't.integer()', kind: 'integer' }
-    case 'int8':
-      return { text: 't.bigint()', kind: 'bigint' }
-    case 'numeric':
-      return { text: 't.numeric()', kind: 'numeric' }
-    case 'bool':
-      return { text: 't.boolean()', kind: 'boolean' }
-    case 'timestamptz':
-      return { text: 't.timestamptz()', kind: 'timestamptz' }
-    case 'jsonb':
-      return { text: 't.jsonb()', kind: 'jsonb' }
-    case 'uuid':
-      return { text: 't.uuid()', kind: 'uuid' }
-    default:
-      return undefined
-  }
-}
-
-/** A default Flushwave can carry: now() for timestamps, and plain literals. */
-function defaultOf(column: CatalogColumn, kind: Kind): { text?: string } {
-  const d = column.default
-  if (d === undefined) return {}
-  if (kind === 'timestamptz' && /^(now\(\)|CURRENT_TIMESTAMP|transaction_timestamp\(\))$/i.test(d)) return { text: '.defaultNow()' }
-  const literal = /^'((?:[^']|'')*)'(?:::[\w." ]+)?$/.exec(d)
-  const text = literal ? literal[1]!.replace(/''/g, "'") : undefined
-  if ((kind === 'text' || kind === 'enum' || kind === 'uuid') && text !== undefined) return { text: `.default(${quote(text)})` }
-  const number = /^\(?(-?\d+(?:\.\d+)?)\)?(?:::[\w ]+)?$/.exec(text ?? d)?.[1]
-  if (kind === 'integer' && number !== undefined && /^-?\d+$/.test(number)) return { text: `.default(${number})` }
-  if (kind === 'bigint' && number !== undefined && /^-?\d+$/.test(number)) return { text: `.default(${number}n)` }
-  if (kind === 'numeric' && number !== undefined) return { text: `.default(${quote(number)})` }
-  if (kind === 'boolean' && /^(true|false)$/.test(d)) return { text: `.default(${d})` }
-  return {}
-}
-
 function columnOverride(prop: string, column: string): string {
   return snakeCase(prop) === column ? '' : `.column(${quote(column)})`
 }
 
-const quote = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
 const words = (s: string): string[] => s.split(/[^A-Za-z0-9]+/).filter(Boolean)
 const pascalCase = (s: string): string => words(s).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')
 const camelCase = (s: string): string => {

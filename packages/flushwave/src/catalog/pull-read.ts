@@ -1,21 +1,30 @@
 /**
  * What `flushwave pull` reads from a database's catalog: the tables of one PostgreSQL schema, their
- * columns, keys and foreign keys, and the labels of the enum types they use. Five queries, no
- * writes; the result is plain data for generate.ts.
+ * columns (with the element type of array columns), keys and foreign keys, and the labels of the
+ * enum types they use. Two queries, no writes; the result is plain data for pull-generate.ts.
  */
 
 export interface CatalogColumn {
   readonly name: string
-  /** format_type() of the column: `integer`, `character varying(200)`, `USER-DEFINED` never. */
+  /** format_type() of the column: `integer`, `character varying(200)`, `text[]`, `USER-DEFINED` never. */
   readonly type: string
   /** pg_type.typname (`int4`, `text`, `book_status`, `_text` for arrays). */
   readonly typeName: string
+  /** For an array column, its element type's typname (`text`, `varchar`, `book_status`); else undefined. */
+  readonly elementTypeName: string | undefined
+  /**
+   * atttypmod, -1 when the type has no modifier: a varchar(n) or char(n) column (or an array of
+   * them) has n + 4, a numeric(p, s), time(p) or timestamp(p) its precision in the type's encoding.
+   */
+  readonly typmod: number
+  /** attndims: the dimensions an array column was declared with (PostgreSQL does not enforce them); 0 otherwise. */
+  readonly dimensions: number
   readonly notNull: boolean
   /** An identity column or one with an owned sequence (serial). */
   readonly sequence: boolean
   /** pg_get_expr of the default, when there is one. */
   readonly default: string | undefined
-  /** Labels in order when the column's type is an enum. */
+  /** Labels in order when the column's type, or an array column's element type, is an enum. */
   readonly enumValues: readonly string[] | undefined
 }
 
@@ -47,11 +56,14 @@ const COLUMNS = `
 select c.relname, a.attname, format_type(a.atttypid, a.atttypmod), t.typname, a.attnotnull,
        a.attidentity <> '' or pg_get_serial_sequence(quote_ident(n.nspname) || '.' || quote_ident(c.relname), a.attname) is not null,
        pg_get_expr(d.adbin, d.adrelid),
-       case when t.typtype = 'e' then (select array_agg(e.enumlabel::text order by e.enumsortorder) from pg_enum e where e.enumtypid = t.oid) end
+       (select array_agg(l.enumlabel::text order by l.enumsortorder) from pg_enum l where l.enumtypid = coalesce(e.oid, t.oid)),
+       e.typname, a.atttypmod, a.attndims
 from pg_class c
 join pg_namespace n on n.oid = c.relnamespace
 join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
 join pg_type t on t.oid = a.atttypid
+-- The element type of a true array type only (whose element's array type it is): not of int2vector or point.
+left join pg_type e on e.oid = t.typelem and e.typarray = t.oid
 left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
 where n.nspname = $1 and c.relkind in ('r', 'p')
 order by c.relname, a.attnum`
@@ -81,11 +93,14 @@ export async function readCatalog(query: CatalogQuery, schemaName = 'public'): P
     if (!t) tables.set(name, (t = { columns: [], primaryKey: [], unique: new Set(), keys: new Map(), foreignKeys: [], composite: [] }))
     return t
   }
-  for (const [relname, name, type, typeName, notNull, sequence, def, labels] of columnRows) {
+  for (const [relname, name, type, typeName, notNull, sequence, def, labels, elementTypeName, typmod, dimensions] of columnRows) {
     table(String(relname)).columns.push({
       name: String(name),
       type: String(type),
       typeName: String(typeName),
+      elementTypeName: elementTypeName === null || elementTypeName === undefined ? undefined : String(elementTypeName),
+      typmod: Number(typmod),
+      dimensions: Number(dimensions),
       notNull: bool(notNull),
       sequence: bool(sequence),
       default: def === null || def === undefined ? undefined : String(def),

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { SchemaMismatchError } from '../../src/index.js'
+import { defineSchema, entity, SchemaMismatchError, t } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 import { ALL_EXECUTORS } from '../support/executors.js'
@@ -52,5 +52,46 @@ describe.each(ALL_EXECUTORS)('checkSchema through %s', (executor) => {
     expect((error as SchemaMismatchError).differences).toEqual(differences)
     expect((error as Error).message).toContain('the database does not match the schema (8 differences):\n')
     expect((error as Error).message).toContain('  - book.pages: has type text; the schema says integer\n')
+  })
+})
+
+/** The lengths of varchar(n) and char(n) columns, and of arrays of them, which the catalog keeps in atttypmod. */
+describe('checkSchema on lengths', () => {
+  const lengths = defineSchema({
+    Label: entity('label', {
+      id: t.id(),
+      code: t.varchar(12),
+      loose: t.varchar(12),
+      iso: t.char(3),
+      codes: t.array(t.varchar(12)),
+      note: t.text(),
+    }),
+  })
+  let db: TestDatabase<typeof lengths.defs>
+  beforeEach(async () => {
+    db = await testDatabase(lengths, { name: 'check_lengths' })
+  })
+  afterEach(() => db.close())
+
+  it('finds nothing to report on the lengths createTablesSql declared', async () => {
+    expect(await db.orm.checkSchema()).toEqual([])
+  })
+
+  it('reports a length that differs, or none, by table and column; a varchar column for t.text() is fine', async () => {
+    for (const statement of [
+      'alter table label alter column code type varchar(10)',
+      'alter table label alter column loose type varchar',
+      'alter table label alter column iso type char(2)',
+      'alter table label alter column codes type varchar(20)[]',
+      'alter table label alter column note type varchar(5)',
+    ]) {
+      await db.sql.unsafe(statement)
+    }
+    expect(await db.orm.checkSchema()).toEqual([
+      { table: 'label', column: 'code', problem: 'has length 10; the schema says 12' },
+      { table: 'label', column: 'loose', problem: 'has no length limit; the schema says 12' },
+      { table: 'label', column: 'iso', problem: 'has length 2; the schema says 3' },
+      { table: 'label', column: 'codes', problem: 'has length 20; the schema says 12' },
+    ])
   })
 })
