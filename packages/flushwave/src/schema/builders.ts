@@ -330,7 +330,7 @@ export const t = {
    * `t.array(t.integer().nullable())` allows NULL elements ((number | null)[]).
    */
   array: <E, EN extends boolean>(element: Column<E, EN, boolean, boolean, unknown>): Column<ElementsOf<E, EN>, false, false, false, ArrayOps<E>> =>
-    column(types.array(element.spec.type, element.spec.nullable) as ColumnType<ElementsOf<E, EN>>),
+    column(types.array(element.spec.type, element.spec.nullable) as ColumnType<ElementsOf<E, EN>>, element.spec.enumValues),
   /** A type Flushwave has no builder for (ltree, PostGIS geometry as text, a domain), described by its text form. */
   custom: <T, const K extends 'equality' | 'ordered' | 'text' = 'equality'>(spec: CustomTypeSpec<T> & { readonly operators?: K }): Column<T, false, false, false, CustomOps<T, K>> =>
     column(types.custom(spec)),

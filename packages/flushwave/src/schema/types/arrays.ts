@@ -59,8 +59,10 @@ export function array<E>(element: ColumnType<E>, nullElements: boolean): ColumnT
     }
     return out + '}'
   }
+  // An element type read as its own text output reads the same inside the array's text, except
+  // char(n): a cast to text drops a single value's padding, but not its elements' in an array.
   const probe = element.selectExpr('x')
-  const direct = probe === plain('x') || probe === asText('x')
+  const direct = probe === plain('x') || (probe === asText('x') && element.sqlType !== 'bpchar')
   return {
     sqlType,
     ...(element.columnType ? { columnType: `${declaredType(element as ColumnType<unknown>)}[]` } : {}),
