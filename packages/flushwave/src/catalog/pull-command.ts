@@ -1,7 +1,7 @@
 /**
- * The `flushwave` command: `flushwave pull --url postgres://… --out src/schema.ts [--schema public]
+ * The `flushwave` command: `flushwave pull --url postgres://… --out src/schema.ts [--schema public,billing]
  * [--version-column version] [--exclude a,b]` writes a `defineSchema` module for an existing
- * database (catalog.ts reads it, generate.ts writes it). Reads through postgres.js, which must be
+ * database (pull-read.ts reads it, pull-generate.ts writes it). Reads through postgres.js, which must be
  * installed. Returns the exit status; cli.ts runs it.
  */
 import { mkdir, writeFile } from 'node:fs/promises'
@@ -10,12 +10,15 @@ import { parseArgs } from 'node:util'
 import { readCatalog } from './pull-read.js'
 import { generateSchemaModule } from './pull-generate.js'
 
-const USAGE = `usage: flushwave pull --url <postgres url> --out <file.ts> [--schema public] [--version-column <name>] [--exclude <table,…>]
+const USAGE = `usage: flushwave pull --url <postgres url> --out <file.ts> [--schema <schema,…>] [--version-column <name>] [--exclude <table,…>]
   --url              the database to read (default: $DATABASE_URL)
   --out              where to write the module (default: print it)
-  --schema           the PostgreSQL schema whose tables to read (default: public)
+  --schema           the PostgreSQL schemas whose tables to read (default: public); the tables
+                     and enums of the first are left to the search path, those of the others
+                     get { schema: '…' }
   --version-column   an int4 column of this name becomes t.version() (optimistic locking)
-  --exclude          tables to leave out, besides flushwave_outcome and knex's migration tables`
+  --exclude          tables to leave out (name, or schema.name), besides flushwave_outcome and
+                     knex's migration tables`
 
 /** Tables that are the tools' own, never the application's entities. */
 const ALWAYS_EXCLUDED = ['flushwave_outcome', 'knex_migrations', 'knex_migrations_lock']
@@ -48,6 +51,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.log(USAGE)
     return 0
   }
+  const schemas = [...new Set((values.schema ?? 'public').split(',').map((s) => s.trim()))]
+  if (schemas.includes('')) {
+    console.error(`flushwave pull: --schema ${JSON.stringify(values.schema)} names an empty schema\n${USAGE}`)
+    return 2
+  }
   const url = values.url ?? process.env.DATABASE_URL
   if (!url) {
     console.error(`flushwave pull: no database: pass --url or set DATABASE_URL\n${USAGE}`)
@@ -59,11 +67,15 @@ export async function main(argv: readonly string[]): Promise<number> {
   const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 })
   try {
     const excluded = new Set([...ALWAYS_EXCLUDED, ...(values.exclude?.split(',').map((s) => s.trim()) ?? [])])
-    const tables = (await readCatalog(async (text, params) => (await sql.unsafe(text, [...params]).values()) as unknown[][], values.schema)).filter(
-      (t) => !excluded.has(t.name),
+    const tables = (await readCatalog(async (text, params) => (await sql.unsafe(text, [...params]).values()) as unknown[][], schemas)).filter(
+      (t) => !excluded.has(t.name) && !excluded.has(`${t.schema}.${t.name}`),
     )
     const where = new URL(url)
-    const module = generateSchemaModule(tables, { source: `${where.hostname}:${where.port || 5432}${where.pathname}, schema ${values.schema}`, versionColumn: values['version-column'] })
+    const module = generateSchemaModule(tables, {
+      source: `${where.hostname}:${where.port || 5432}${where.pathname}, ${schemas.length === 1 ? 'schema' : 'schemas'} ${schemas.join(', ')}`,
+      versionColumn: values['version-column'],
+      defaultSchema: schemas[0],
+    })
     if (values.out) {
       // `--out src/schema.ts` in a new project: its folder may not exist yet.
       await mkdir(dirname(values.out), { recursive: true })

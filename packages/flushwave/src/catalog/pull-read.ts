@@ -1,7 +1,10 @@
+import { arrayLiteral } from '../sql/array-literal.js'
+
 /**
- * What `flushwave pull` reads from a database's catalog: the tables of one PostgreSQL schema, their
- * columns (with the element type of array columns), keys and foreign keys, and the labels of the
- * enum types they use. Two queries, no writes; the result is plain data for pull-generate.ts.
+ * What `flushwave pull` reads from a database's catalog: the tables of one PostgreSQL schema or
+ * several, their columns (with the element type of array columns), keys and foreign keys (to tables
+ * of any schema), and the labels and schemas of the enum types they use. Two queries, no writes;
+ * the result is plain data for pull-generate.ts.
  */
 
 export interface CatalogColumn {
@@ -22,20 +25,30 @@ export interface CatalogColumn {
   readonly notNull: boolean
   /** An identity column or one with an owned sequence (serial). */
   readonly sequence: boolean
+  /** An identity column declared GENERATED ALWAYS, into which an insert cannot give a value. */
+  readonly identityAlways: boolean
   /** pg_get_expr of the default, when there is one. */
   readonly default: string | undefined
   /** Labels in order when the column's type, or an array column's element type, is an enum. */
   readonly enumValues: readonly string[] | undefined
+  /** The PostgreSQL schema of that enum type; undefined when the column is not of an enum. */
+  readonly enumSchema: string | undefined
 }
 
 export interface CatalogForeignKey {
   readonly column: string
+  /** The referenced table, without its schema. */
   readonly target: string
+  /** The referenced table's PostgreSQL schema: one of those read, or any other. */
+  readonly targetSchema: string
   readonly onDelete: 'cascade' | 'set null' | 'restrict' | undefined
   readonly deferred: boolean
 }
 
 export interface CatalogTable {
+  /** The PostgreSQL schema the table is in. */
+  readonly schema: string
+  /** The table's name, without its schema. */
   readonly name: string
   readonly columns: readonly CatalogColumn[]
   readonly primaryKey: readonly string[]
@@ -52,12 +65,14 @@ export interface CatalogTable {
 /** Runs one statement with text parameters and returns rows as arrays. */
 export type CatalogQuery = (text: string, params: readonly string[]) => Promise<unknown[][]>
 
+// $1 is the schemas to read, in order: tables come in that order of their schemas, then by name.
 const COLUMNS = `
-select c.relname, a.attname, format_type(a.atttypid, a.atttypmod), t.typname, a.attnotnull,
+select n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod), t.typname, a.attnotnull,
        a.attidentity <> '' or pg_get_serial_sequence(quote_ident(n.nspname) || '.' || quote_ident(c.relname), a.attname) is not null,
        pg_get_expr(d.adbin, d.adrelid),
        (select array_agg(l.enumlabel::text order by l.enumsortorder) from pg_enum l where l.enumtypid = coalesce(e.oid, t.oid)),
-       e.typname, a.atttypmod, a.attndims
+       e.typname, a.atttypmod, a.attndims, a.attidentity = 'a',
+       (select tn.nspname from pg_namespace tn where tn.oid = coalesce(e.typnamespace, t.typnamespace))
 from pg_class c
 join pg_namespace n on n.oid = c.relnamespace
 join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
@@ -65,36 +80,44 @@ join pg_type t on t.oid = a.atttypid
 -- The element type of a true array type only (whose element's array type it is): not of int2vector or point.
 left join pg_type e on e.oid = t.typelem and e.typarray = t.oid
 left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
-where n.nspname = $1 and c.relkind in ('r', 'p')
-order by c.relname, a.attnum`
+where n.nspname = any($1::text[]) and c.relkind in ('r', 'p')
+order by array_position($1::text[], n.nspname::text), c.relname, a.attnum`
 
 const CONSTRAINTS = `
-select c.relname, con.contype, array(select a.attname::text from unnest(con.conkey) with ordinality k(num, i) join pg_attribute a on a.attrelid = con.conrelid and a.attnum = k.num order by k.i),
-       f.relname, con.confdeltype, con.condeferrable and con.condeferred
+select n.nspname, c.relname, con.contype, array(select a.attname::text from unnest(con.conkey) with ordinality k(num, i) join pg_attribute a on a.attrelid = con.conrelid and a.attnum = k.num order by k.i),
+       f.relname, con.confdeltype, con.condeferrable and con.condeferred, fn.nspname
 from pg_constraint con
 join pg_class c on c.oid = con.conrelid
 join pg_namespace n on n.oid = c.relnamespace
 left join pg_class f on f.oid = con.confrelid
-where n.nspname = $1 and con.contype in ('p', 'u', 'f')
+left join pg_namespace fn on fn.oid = f.relnamespace
+where n.nspname = any($1::text[]) and con.contype in ('p', 'u', 'f')
 union all
-select c.relname, 'u', array(select a.attname::text from unnest(i.indkey::int2[]) with ordinality k(num, i) join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.num order by k.i), null, null, null
+select n.nspname, c.relname, 'u', array(select a.attname::text from unnest(i.indkey::int2[]) with ordinality k(num, i) join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.num order by k.i), null, null, null, null
 from pg_index i
 join pg_class c on c.oid = i.indrelid
 join pg_namespace n on n.oid = c.relnamespace
-where n.nspname = $1 and i.indisunique and not i.indisprimary and i.indpred is null and i.indexprs is null
-order by 1`
+where n.nspname = any($1::text[]) and i.indisunique and not i.indisprimary and i.indpred is null and i.indexprs is null
+order by 1, 2`
 
-/** Reads the tables of `schemaName` (default `public`). */
-export async function readCatalog(query: CatalogQuery, schemaName = 'public'): Promise<CatalogTable[]> {
-  const [columnRows, constraintRows] = await Promise.all([query(COLUMNS, [schemaName]), query(CONSTRAINTS, [schemaName])])
-  const tables = new Map<string, { columns: CatalogColumn[]; primaryKey: string[]; unique: Set<string>; keys: Map<string, string[]>; foreignKeys: CatalogForeignKey[]; composite: string[] }>()
-  const table = (name: string) => {
-    let t = tables.get(name)
-    if (!t) tables.set(name, (t = { columns: [], primaryKey: [], unique: new Set(), keys: new Map(), foreignKeys: [], composite: [] }))
+/**
+ * Reads the tables of a PostgreSQL schema (default `public`), or of several: `['public', 'billing']`.
+ * Tables come in the order of their schemas as given, then by name.
+ */
+export async function readCatalog(query: CatalogQuery, schemas: string | readonly string[] = 'public'): Promise<CatalogTable[]> {
+  const names = arrayLiteral(typeof schemas === 'string' ? [schemas] : schemas)
+  const [columnRows, constraintRows] = await Promise.all([query(COLUMNS, [names]), query(CONSTRAINTS, [names])])
+  type Draft = { schema: string; name: string; columns: CatalogColumn[]; primaryKey: string[]; unique: Set<string>; keys: Map<string, string[]>; foreignKeys: CatalogForeignKey[]; composite: string[] }
+  const tables = new Map<string, Draft>()
+  const table = (schema: unknown, name: unknown) => {
+    const key = `${String(schema)}\0${String(name)}`
+    let t = tables.get(key)
+    if (!t) tables.set(key, (t = { schema: String(schema), name: String(name), columns: [], primaryKey: [], unique: new Set(), keys: new Map(), foreignKeys: [], composite: [] }))
     return t
   }
-  for (const [relname, name, type, typeName, notNull, sequence, def, labels, elementTypeName, typmod, dimensions] of columnRows) {
-    table(String(relname)).columns.push({
+  for (const [nspname, relname, name, type, typeName, notNull, sequence, def, labels, elementTypeName, typmod, dimensions, always, typeSchema] of columnRows) {
+    const enumValues = labels === null || labels === undefined ? undefined : textArray(labels)
+    table(nspname, relname).columns.push({
       name: String(name),
       type: String(type),
       typeName: String(typeName),
@@ -103,23 +126,26 @@ export async function readCatalog(query: CatalogQuery, schemaName = 'public'): P
       dimensions: Number(dimensions),
       notNull: bool(notNull),
       sequence: bool(sequence),
+      identityAlways: bool(always),
       default: def === null || def === undefined ? undefined : String(def),
-      enumValues: labels === null || labels === undefined ? undefined : textArray(labels),
+      enumValues,
+      enumSchema: enumValues === undefined ? undefined : String(typeSchema),
     })
   }
-  for (const [relname, kind, columns, target, deleteAction, deferred] of constraintRows) {
-    const t = table(String(relname))
+  for (const [nspname, relname, kind, columns, target, deleteAction, deferred, targetSchema] of constraintRows) {
+    const t = table(nspname, relname)
     const cols = textArray(columns)
     if (kind === 'p') t.primaryKey.push(...cols)
     else if (kind === 'u' && cols.length === 1) t.unique.add(cols[0]!)
     // A unique constraint comes with its index: one key for both.
     else if (kind === 'u') t.keys.set([...cols].sort().join(','), cols)
     else if (kind === 'f' && cols.length === 1) {
-      t.foreignKeys.push({ column: cols[0]!, target: String(target), onDelete: ON_DELETE[String(deleteAction)], deferred: bool(deferred) })
+      t.foreignKeys.push({ column: cols[0]!, target: String(target), targetSchema: String(targetSchema), onDelete: ON_DELETE[String(deleteAction)], deferred: bool(deferred) })
     } else if (kind === 'f') t.composite.push(cols.join(', '))
   }
-  return [...tables].map(([name, t]) => ({
-    name,
+  return [...tables.values()].map((t) => ({
+    schema: t.schema,
+    name: t.name,
     columns: t.columns,
     primaryKey: t.primaryKey,
     unique: t.unique,

@@ -54,10 +54,17 @@ const SCALARS = new Map<string, Scalar>([
   ['cidr', scalar('t.cidr()', types.cidr)],
 ])
 
-/** The builder for a type by its typname and type modifier, or why there is none (undefined: no builder at all). */
-function scalarOf(typeName: string, typmod: number, enumValues: readonly string[] | undefined): Scalar | string | undefined {
+/**
+ * The builder for a type by its typname and type modifier, or why there is none (undefined: no
+ * builder at all). An enum type is named with its schema (`{ schema }`) when it is not in `defaultSchema`.
+ */
+function scalarOf(typeName: string, typmod: number, column: CatalogColumn, defaultSchema: string | undefined): Scalar | string | undefined {
+  const { enumValues, enumSchema } = column
   if (enumValues && enumValues.length > 0) {
-    return scalar(`t.enum(${quote(typeName)}, [${enumValues.map(quote).join(', ')}])`, types.enumeration(quoteIdent(typeName), enumValues))
+    const qualified = enumSchema !== undefined && defaultSchema !== undefined && enumSchema !== defaultSchema
+    const options = qualified ? `, { schema: ${quote(enumSchema)} }` : ''
+    const sqlType = qualified ? `${quoteIdent(enumSchema)}.${quoteIdent(typeName)}` : quoteIdent(typeName)
+    return scalar(`t.enum(${quote(typeName)}, [${enumValues.map(quote).join(', ')}]${options})`, types.enumeration(sqlType, enumValues))
   }
   // The catalog keeps the n of varchar(n) and char(n) as n + 4; -1 when there is none.
   if (typeName === 'varchar') return typmod >= 0 ? scalar(`t.varchar(${typmod - 4})`, types.varchar(typmod - 4)) : scalar('t.text()', types.text)
@@ -67,7 +74,8 @@ function scalarOf(typeName: string, typmod: number, enumValues: readonly string[
 
 /**
  * What pull writes for a column's type, or why it cannot (a line of the module's "not in this
- * schema" list, after the column's name).
+ * schema" list, after the column's name). An enum type outside `defaultSchema` (the schema whose
+ * names the module leaves to the search path) gets `{ schema }`; with no default, none does.
  *
  * A varchar without a length is `t.text()`: a text value is what it holds, and checkSchema()
  * accepts a varchar column for t.text(). An array of them is left out: `where` compares an array
@@ -79,10 +87,10 @@ function scalarOf(typeName: string, typmod: number, enumValues: readonly string[
  * value that can change in place). The property's type is then `(T | null)[]`; drop the
  * `.nullable()` to make it `T[]` when you know there are none.
  */
-export function pulledType(column: CatalogColumn): PulledType | string {
+export function pulledType(column: CatalogColumn, defaultSchema?: string): PulledType | string {
   const unsupported = `type ${column.type} is not supported; not generated`
   if (column.elementTypeName === undefined) {
-    const found = scalarOf(column.typeName, column.typmod, column.enumValues)
+    const found = scalarOf(column.typeName, column.typmod, column, defaultSchema)
     if (typeof found === 'string') return `${found}; not generated`
     return found ? { ...found, ...precisionOf(column.typeName, column.typmod) } : unsupported
   }
@@ -90,7 +98,7 @@ export function pulledType(column: CatalogColumn): PulledType | string {
   if (column.elementTypeName === 'varchar' && column.typmod < 0) {
     return `type ${column.type} is not supported (no operators compare varchar[] with text[]: \`alter table … alter column … type text[]\`, or give it a length); not generated`
   }
-  const element = scalarOf(column.elementTypeName, column.typmod, column.enumValues)
+  const element = scalarOf(column.elementTypeName, column.typmod, column, defaultSchema)
   if (typeof element === 'string') return `type ${column.type}: ${element}; not generated`
   if (!element) return unsupported
   return {

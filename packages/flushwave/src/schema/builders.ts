@@ -257,9 +257,10 @@ type ElementsOf<E, N extends boolean> = N extends true ? (E | null)[] : E[]
 type CustomOps<T, K> = K extends 'text' ? TextOps : K extends 'ordered' ? OrderedOps<T> : EqualityOps<T>
 
 /** Column types a key can have: compared by value, never changed in place. */
+// Not citext: the identity map and loads by id match keys exactly, the server ignoring case.
 const KEY_TYPES: Readonly<Record<IdStrategy, readonly string[]>> = {
   sequence: ['int2', 'int4'],
-  provided: ['int2', 'int4', 'int8', 'text', 'varchar', 'bpchar', 'uuid', 'citext'],
+  provided: ['int2', 'int4', 'int8', 'text', 'varchar', 'bpchar', 'uuid'],
   uuid: ['uuid'],
 }
 
@@ -283,7 +284,7 @@ export const t = {
     new Id({ kind: 'id', type: idType(type, 'sequence') ?? (types.serialId as ColumnType<unknown>), strategy: 'sequence', column: undefined }),
   /**
    * A primary key the application provides to `create` (no sequence, no allocation): int8 by
-   * default; any integer, text, varchar or uuid column type for natural keys, e.g.
+   * default; an integer, text, varchar, char or uuid column type for natural keys, e.g.
    * `t.providedId(t.varchar(20))` or `t.providedId(t.integer())`.
    */
   providedId: <T extends number | string | bigint = number>(type?: Column<T, false, false, boolean, unknown>): Id<T, 'provided'> =>
