@@ -9,7 +9,7 @@ export type { AnyEntity, AssignInput, Collection, CounterDelta, CounterName, Cre
 export type { Comparison, OrderBy, RelationFilter, Where } from './schema/filters.js'
 export type { ArrayOps, EqualityOps, JsonOps, OrderedOps, TextOps } from './schema/operators.js'
 export { EntityManager, type EntityHooks, type Hooks, type UpsertOptions } from './entity-manager/entity-manager.js'
-export { EntityReads, type FindOptions, type LockOptions, type PageOptions, type StreamOptions } from './entity-manager/entity-reads.js'
+export { EntityReads, type DeletedOptions, type FindOptions, type LockOptions, type PageOptions, type StreamOptions } from './entity-manager/entity-reads.js'
 export { raw, RawSql } from './entity-manager/raw.js'
 export type { AggregateResult, AggregateRow, AggregateSpec, GroupName, OrderedName, Page, PopulatePath } from './schema/read-types.js'
 export type { FlushResult } from './flush/flush.js'

@@ -89,6 +89,18 @@ export interface HasState {
 }
 
 /** The state of an entity; undefined for anything else, null and undefined included (untyped callers pass them). */
+/**
+ * Whether the entity is gone as collections see it: removed, detached, or soft-deleted (its
+ * soft-delete time set, flushed or not), as a read would leave it out.
+ */
+export function isGone(state: EntityState): boolean {
+  if (state.status === 'removed' || state.status === 'detached') return true
+  const soft = state.meta.softDelete
+  if (soft === undefined) return false
+  const time = state.values[soft.prop]
+  return time !== null && time !== undefined
+}
+
 export function stateOf(entity: unknown): EntityState | undefined {
   return typeof entity === 'object' && entity !== null ? (entity as Partial<HasState>)[STATE] : undefined
 }

@@ -2,7 +2,7 @@ import { EntityStateError } from '../errors.js'
 import type { ManyToManyMeta } from '../schema/meta.js'
 import { CollectionBase } from './collection.js'
 import type { CollectionFactory } from './entity-class.js'
-import { label, STATE, stateOf, type HasState } from './entity-state.js'
+import { isGone, label, STATE, stateOf, type HasState } from './entity-state.js'
 
 /** Links through a join table: the loaded links plus pending additions and removals. */
 export class ManyToManyCollection extends CollectionBase<HasState> {
@@ -27,14 +27,14 @@ export class ManyToManyCollection extends CollectionBase<HasState> {
   protected current(): HasState[] {
     const items = [...(this.persisted ?? [])].filter((x) => !this.removed.has(x))
     for (const x of this.added) if (!this.persisted?.has(x)) items.push(x)
-    return items.filter((x) => x[STATE].status !== 'removed' && x[STATE].status !== 'detached')
+    return items.filter((x) => !isGone(x[STATE]))
   }
 
   /** Whether `item` is in `items`, without making them: a loop of has() checks stays linear. */
   override has(item: HasState): boolean {
     if (this.persisted === undefined) return super.has(item) // not loaded: throws, as `items` does
     const state = stateOf(item)
-    if (state === undefined || state.status === 'removed' || state.status === 'detached') return false
+    if (state === undefined || isGone(state)) return false
     // add() takes an item out of `removed` and remove() out of `added`: the two never share one.
     return this.added.has(item) || (this.persisted.has(item) && !this.removed.has(item))
   }

@@ -1,7 +1,7 @@
 import { EntityStateError } from '../errors.js'
 import type { OneToManyMeta } from '../schema/meta.js'
 import { CollectionBase } from './collection.js'
-import { label, STATE, stateOf, type HasState } from './entity-state.js'
+import { isGone, label, STATE, stateOf, type HasState } from './entity-state.js'
 import type { Referrers } from './referrers.js'
 
 /**
@@ -30,7 +30,7 @@ export class OneToManyCollection extends CollectionBase<HasState> {
     for (const entity of this.referrers.of(this.meta.target, this.meta.inverse, this.owner)) {
       const state = entity[STATE]
       if (state.values[this.meta.inverse.prop] !== this.owner) continue
-      if (state.status === 'removed' || state.status === 'detached') continue
+      if (isGone(state)) continue
       items.push(entity)
     }
     return items
@@ -41,7 +41,7 @@ export class OneToManyCollection extends CollectionBase<HasState> {
     if (!this.loaded) return super.has(item) // throws, as `items` does
     const state = stateOf(item)
     if (state === undefined || state.values[this.meta.inverse.prop] !== this.owner) return false
-    if (state.status === 'removed' || state.status === 'detached') return false
+    if (isGone(state)) return false
     return this.referrers.of(this.meta.target, this.meta.inverse, this.owner).has(item)
   }
 

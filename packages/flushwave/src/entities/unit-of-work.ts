@@ -300,6 +300,14 @@ export class UnitOfWork implements CollectionFactory {
   remove(entity: HasState): void {
     const state = this.own(entity)
     if (state.status === 'detached') throw new EntityStateError(`${label(state)} is already deleted`)
+    const soft = state.meta.softDelete
+    if (soft && state.status !== 'new' && state.status !== 'removed') {
+      // A soft delete is an update of its time, through the setter (change tracking, the journal);
+      // the flush cascades it (plan/soft-delete.ts). Removed again, it keeps its first time.
+      const time = state.values[soft.prop]
+      if (time === null || time === undefined) (entity as unknown as Record<string, unknown>)[soft.prop] = new Date()
+      return
+    }
     this.changing(entity)
     if (state.status === 'new') {
       state.status = 'detached'

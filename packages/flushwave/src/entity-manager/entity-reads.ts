@@ -1,6 +1,6 @@
 import type { Executor } from '../drivers/executor.js'
 import { EntityStateError, InvalidValueError, NotFoundError } from '../errors.js'
-import type { HasState } from '../entities/entity-state.js'
+import { isGone, STATE, type HasState } from '../entities/entity-state.js'
 import { UnitOfWork } from '../entities/unit-of-work.js'
 import type { Schema, SchemaDefs } from '../schema/define.js'
 import type { OrderBy, Where } from '../schema/filters.js'
@@ -13,13 +13,13 @@ import type { Entity, EntityName, IdOf, RelationName } from '../schema/infer.js'
 import { renderCount, renderExists, renderFind } from '../sql/render-select.js'
 import { Loader, pathTree } from './loader.js'
 import { findAlong } from './populate-along.js'
-import { lockingRead, rowLock, selectOptions, type FindOptions, type LockOptions } from './read-options.js'
+import { lockingRead, rowLock, selectOptions, withDeletedOf, type DeletedOptions, type FindOptions, type LockOptions } from './read-options.js'
 import { conditionOf } from './where.js'
 
-export type { FindOptions, LockOptions }
+export type { DeletedOptions, FindOptions, LockOptions }
 
 /** `stream`'s options. */
-export interface StreamOptions<D extends SchemaDefs, K extends EntityName<D>> {
+export interface StreamOptions<D extends SchemaDefs, K extends EntityName<D>> extends DeletedOptions {
   /** Rows per batch (default 1,000): the most the stream holds at once. */
   readonly batchSize?: number
   readonly orderBy?: OrderBy<D, K>
@@ -28,7 +28,7 @@ export interface StreamOptions<D extends SchemaDefs, K extends EntityName<D>> {
 }
 
 /** `findPage`'s options: the page size, the order (the id breaks ties) and the cursor to start after. */
-export interface PageOptions<D extends SchemaDefs, K extends EntityName<D>> {
+export interface PageOptions<D extends SchemaDefs, K extends EntityName<D>> extends DeletedOptions {
   readonly first: number
   readonly orderBy?: OrderBy<D, K>
   readonly after?: string | undefined
@@ -65,20 +65,23 @@ export abstract class EntityReads<D extends SchemaDefs> {
    * query. With `{ lock }` (inside `em.transaction()`), the row is read and locked even when the
    * entity is already here, and the entity takes the row's values but for its unflushed changes.
    */
-  async load<K extends EntityName<D>>(name: K, id: IdOf<D, K>, options: LockOptions = {}): Promise<Entity<D, K>> {
+  async load<K extends EntityName<D>>(name: K, id: IdOf<D, K>, options: LockOptions & DeletedOptions = {}): Promise<Entity<D, K>> {
     const found = await this.tryLoad(name, id, options)
     if (!found) throw new NotFoundError(name, id)
     return found
   }
 
   /** Like `load`, but resolves with undefined when there is no such row. */
-  async tryLoad<K extends EntityName<D>>(name: K, id: IdOf<D, K>, options: LockOptions = {}): Promise<Entity<D, K> | undefined> {
+  async tryLoad<K extends EntityName<D>>(name: K, id: IdOf<D, K>, options: LockOptions & DeletedOptions = {}): Promise<Entity<D, K> | undefined> {
     const meta = this.schema.meta(name)
     const reason = meta.id.type.check(id)
     if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
     const lock = rowLock(meta.name, options, this.uow.journal !== undefined)
-    if (lock === undefined) return (await this.loader.byId(meta, id)) as unknown as Entity<D, K> | undefined
-    return (await lockingRead(meta, () => this.loader.byIdLocked(meta, id, lock))) as unknown as Entity<D, K> | undefined
+    const withDeleted = withDeletedOf(meta, options)
+    const found = lock === undefined ? await this.loader.byId(meta, id) : await lockingRead(meta, () => this.loader.byIdLocked(meta, id, lock))
+    // Loads by id share one statement per tick: a soft-deleted row is read, then left out here.
+    if (found && !withDeleted && meta.softDelete && isGone(found[STATE])) return undefined
+    return found as unknown as Entity<D, K> | undefined
   }
 
   /** A reference to a row by id, without reading it: set it on a many-to-one, or remove it. */
@@ -93,7 +96,7 @@ export abstract class EntityReads<D extends SchemaDefs> {
   async find<K extends EntityName<D>>(name: K, where: Where<D, K> = {}, options: FindOptions<D, K> = {}): Promise<Entity<D, K>[]> {
     const meta = this.schema.meta(name)
     const select = selectOptions(meta, options, this.uow.journal !== undefined)
-    const condition = conditionOf(meta, where)
+    const condition = conditionOf(meta, where, withDeletedOf(meta, options))
     const tree = options.populate?.length ? pathTree(meta, options.populate) : undefined
     if (tree && select.lock === undefined) {
       // The find and its populate in one statement; what it could not cover is read after.
@@ -114,16 +117,16 @@ export abstract class EntityReads<D extends SchemaDefs> {
   }
 
   /** How many rows match `where`, counted by the database: one statement. */
-  async count<K extends EntityName<D>>(name: K, where: Where<D, K> = {}): Promise<number> {
+  async count<K extends EntityName<D>>(name: K, where: Where<D, K> = {}, options: DeletedOptions = {}): Promise<number> {
     const meta = this.schema.meta(name)
-    const [[count] = []] = await this.executor.read(renderCount(meta, conditionOf(meta, where)))
+    const [[count] = []] = await this.executor.read(renderCount(meta, conditionOf(meta, where, withDeletedOf(meta, options))))
     return Number(count)
   }
 
   /** Whether any row matches `where`: one statement, which stops at the first row found. */
-  async exists<K extends EntityName<D>>(name: K, where: Where<D, K> = {}): Promise<boolean> {
+  async exists<K extends EntityName<D>>(name: K, where: Where<D, K> = {}, options: DeletedOptions = {}): Promise<boolean> {
     const meta = this.schema.meta(name)
-    const [[found] = []] = await this.executor.read(renderExists(meta, conditionOf(meta, where)))
+    const [[found] = []] = await this.executor.read(renderExists(meta, conditionOf(meta, where, withDeletedOf(meta, options))))
     return found === true || found === 't'
   }
 
@@ -146,9 +149,9 @@ export abstract class EntityReads<D extends SchemaDefs> {
    * always, and the `sum`, `avg`, `min` and `max` of columns; per group of `groupBy` columns (one row
    * per group, in the order of their values) or over all of them (one row).
    */
-  async aggregate<K extends EntityName<D>, S extends AggregateSpec<D, K>>(name: K, where: Where<D, K>, spec: S): Promise<AggregateResult<D, K, S>> {
+  async aggregate<K extends EntityName<D>, S extends AggregateSpec<D, K>>(name: K, where: Where<D, K>, spec: S, options: DeletedOptions = {}): Promise<AggregateResult<D, K, S>> {
     const meta = this.schema.meta(name)
-    const query = aggregateQuery(meta, conditionOf(meta, where), spec)
+    const query = aggregateQuery(meta, conditionOf(meta, where, withDeletedOf(meta, options)), spec)
     return query.decode(await this.executor.read(query.statement)) as AggregateResult<D, K, S>
   }
 
@@ -160,7 +163,7 @@ export abstract class EntityReads<D extends SchemaDefs> {
    */
   async findPage<K extends EntityName<D>>(name: K, where: Where<D, K>, options: PageOptions<D, K>): Promise<Page<Entity<D, K>>> {
     const meta = this.schema.meta(name)
-    const page = pageQuery(meta, conditionOf(meta, where), options, this.reads.cursorSecret)
+    const page = pageQuery(meta, conditionOf(meta, where, withDeletedOf(meta, options)), options, this.reads.cursorSecret)
     const populate = (options as { populate?: unknown }).populate
     if (populate !== undefined && !(Array.isArray(populate) && populate.every((p) => typeof p === 'string'))) {
       throw new InvalidValueError(meta.name, 'populate', populate, 'expected an array of relation paths')
@@ -215,7 +218,7 @@ export abstract class EntityReads<D extends SchemaDefs> {
     const select = selectOptions(meta, orderBy === undefined ? {} : { orderBy }, false)
     const executor = this.executor
     if (!executor.stream) throw new EntityStateError('this executor cannot stream (its stream() is missing)')
-    for await (const rows of executor.stream(renderFind(meta, conditionOf(meta, where), select), batchSize)) {
+    for await (const rows of executor.stream(renderFind(meta, conditionOf(meta, where, withDeletedOf(meta, options)), select), batchSize)) {
       const [batch, arrived] = this.uow.arriving(() => rows.map((row) => this.uow.hydrate(meta, row)))
       for (const entity of batch) yield entity as unknown as Entity<D, K>
       if (!keep) this.uow.detach(arrived)

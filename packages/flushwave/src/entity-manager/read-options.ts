@@ -27,7 +27,20 @@ export interface LockOptions {
   readonly wait?: 'nowait' | 'skip-locked'
 }
 
-export interface FindOptions<D extends SchemaDefs, K extends EntityName<D>> extends LockOptions {
+/** Reads leave soft-deleted rows out (of the entity and of the relations their conditions reach) unless `withDeleted`. */
+export interface DeletedOptions {
+  readonly withDeleted?: boolean
+}
+
+/** `withDeleted` of a read's options, checked (untyped callers: 'true' is not true). */
+export function withDeletedOf(meta: EntityMeta, options: unknown): boolean {
+  const value = typeof options === 'object' && options !== null ? (options as DeletedOptions).withDeleted : undefined
+  if (value === undefined) return false
+  if (typeof value !== 'boolean') throw new InvalidValueError(meta.name, 'withDeleted', value, 'expected a boolean')
+  return value
+}
+
+export interface FindOptions<D extends SchemaDefs, K extends EntityName<D>> extends LockOptions, DeletedOptions {
   readonly orderBy?: OrderBy<D, K>
   readonly limit?: number
   /** Rows to skip first (for pages by number; `findPage` pages by cursor, which rows written meanwhile never shift). */

@@ -9,9 +9,17 @@ import { allOf, type ColumnRef, type CompareOp, type Condition, type Quantifier 
  * every value in text form: an unknown property, an operator its type lacks or a value its column
  * would refuse is an InvalidValueError, before anything is sent. Keys are read as own properties
  * only: `constructor`, `toString` or `__proto__` never find Object.prototype's members.
+ * Soft-deleted rows are left out, of the entity and of every relation the conditions reach, unless
+ * `withDeleted`.
  */
-export function conditionOf(meta: EntityMeta, where: unknown): Condition {
-  return whereOf(meta, where, [], 'where')
+export function conditionOf(meta: EntityMeta, where: unknown, withDeleted = false): Condition {
+  const condition = whereOf(meta, where, [], 'where', withDeleted)
+  return withDeleted ? condition : allOf([condition, liveOf(meta, [])])
+}
+
+/** The rows of `meta` not soft-deleted (every row of an entity without soft delete), reached through `through`. */
+export function liveOf(meta: EntityMeta, through: readonly FieldMeta[]): Condition {
+  return meta.softDelete ? { kind: 'null', column: { through, column: meta.softDelete.quoted }, negated: false } : { kind: 'true' }
 }
 
 const LOGIC = new Set(['and', 'or', 'not'])
@@ -33,7 +41,7 @@ interface Target {
   readonly field: FieldMeta | undefined
 }
 
-function whereOf(meta: EntityMeta, where: unknown, through: readonly FieldMeta[], what: string): Condition {
+function whereOf(meta: EntityMeta, where: unknown, through: readonly FieldMeta[], what: string, deleted: boolean): Condition {
   // Untyped callers: null, an array or an entity would otherwise fail raw or match every row.
   if (!isPlainObject(where)) throw new InvalidValueError(meta.name, what, where, 'conditions must be an object of properties')
   const out: Condition[] = []
@@ -46,18 +54,18 @@ function whereOf(meta: EntityMeta, where: unknown, through: readonly FieldMeta[]
     if (key === 'and' || key === 'or') {
       if (spec === undefined) continue
       if (!Array.isArray(spec)) throw new InvalidValueError(meta.name, key, spec, `\`${key}\` takes an array of conditions`)
-      const items = spec.map((item: unknown) => whereOf(meta, item, through, key))
+      const items = spec.map((item: unknown) => whereOf(meta, item, through, key, deleted))
       out.push(key === 'and' ? allOf(items) : { kind: 'or', items })
     } else if (key === 'not') {
-      if (spec !== undefined) out.push({ kind: 'not', item: whereOf(meta, spec, through, 'not') })
+      if (spec !== undefined) out.push({ kind: 'not', item: whereOf(meta, spec, through, 'not', deleted) })
     } else {
-      out.push(propertyCondition(meta, key, spec, through))
+      out.push(propertyCondition(meta, key, spec, through, deleted))
     }
   }
   return allOf(out)
 }
 
-function propertyCondition(meta: EntityMeta, prop: string, spec: unknown, through: readonly FieldMeta[]): Condition {
+function propertyCondition(meta: EntityMeta, prop: string, spec: unknown, through: readonly FieldMeta[], deleted: boolean): Condition {
   const relation = meta.oneToMany.find((r) => r.prop === prop) ?? meta.manyToMany.find((r) => r.prop === prop)
   if (relation) {
     if (!isPlainObject(spec)) throw new InvalidValueError(meta.name, prop, spec, 'a collection takes { some }, { none } or { every } with conditions on its entities')
@@ -67,7 +75,8 @@ function propertyCondition(meta: EntityMeta, prop: string, spec: unknown, throug
       if (where === undefined) continue
       const kind = 'inverse' in relation ? ('one-to-many' as const) : ('many-to-many' as const)
       const related = kind === 'one-to-many' ? { kind, meta: relation as (typeof meta.oneToMany)[number] } : { kind, meta: relation as (typeof meta.manyToMany)[number] }
-      items.push({ kind: 'related', through, relation: related, quantifier: quantifier as Quantifier, where: whereOf(relation.target, where, [], `${prop}.${quantifier}`) })
+      const among = deleted ? ({ kind: 'true' } as const) : liveOf(relation.target, [])
+      items.push({ kind: 'related', through, relation: related, quantifier: quantifier as Quantifier, where: whereOf(relation.target, where, [], `${prop}.${quantifier}`, deleted), among })
     }
     return allOf(items)
   }
@@ -80,7 +89,9 @@ function propertyCondition(meta: EntityMeta, prop: string, spec: unknown, throug
     // reference is NULL refers to no entity, so it meets none of them, not even `not` or `{}`: a
     // nullable reference must be set (a non-null one always joins its row).
     if (operators.length === 0) {
-      const nested = whereOf(ref.target, spec, [...through, target.field!], prop)
+      const joined = [...through, target.field!]
+      // Conditions on the entity referred to hold only of a live one (a soft-deleted one meets none).
+      const nested = allOf([whereOf(ref.target, spec, joined, prop, deleted), deleted ? { kind: 'true' } : liveOf(ref.target, joined)])
       return target.field!.nullable ? allOf([{ kind: 'null', column: target.ref, negated: true }, nested]) : nested
     }
     if (operators.length < keys.length) {

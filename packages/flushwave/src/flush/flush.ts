@@ -19,7 +19,7 @@ import { followCascades, readBack, settleUpserts } from './read-back.js'
 import { tableCounts } from './table-counts.js'
 
 /** Ops that change rows in place: their counts are `updated`, whatever else they are part of. */
-const UPDATES = new Set(['update', 'cascade-null', 'unlink-cycle'])
+const UPDATES = new Set(['update', 'cascade-null', 'unlink-cycle', 'cascade-soft-delete'])
 
 /** What a flush did. */
 export interface FlushResult {
@@ -249,7 +249,7 @@ function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrip
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i]!
       statements++
-      if (op.kind === 'lock') continue // writes nothing
+      if (op.kind === 'lock' || op.kind === 'live-guard') continue // writes nothing
       const into = op.kind === 'insert' && op.upsert ? upserted : op.kind === 'insert' || op.kind === 'link-insert' ? inserted : UPDATES.has(op.kind) ? updated : deleted
       const table = tableOf(op)
       const counted = serverCountsRows(op) ? rowCounts[w]?.[i] : undefined

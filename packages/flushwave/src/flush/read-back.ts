@@ -114,7 +114,7 @@ function textOf(field: FieldMeta | undefined, raw: unknown, fromValue = false): 
  */
 export function followCascades(uow: UnitOfWork, returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
   for (const [op, rows] of returned) {
-    if (op.kind !== 'delete' && op.kind !== 'cascade-delete' && op.kind !== 'cascade-null') continue
+    if (op.kind !== 'delete' && op.kind !== 'cascade-delete' && op.kind !== 'cascade-null' && op.kind !== 'cascade-soft-delete') continue
     const meta = op.kind === 'delete' ? op.entity : op.rows.entity
     for (const row of rows) {
       const entity = uow.map.get(meta, meta.id.type.fromDb(returnedId(row)))
@@ -125,6 +125,12 @@ export function followCascades(uow: UnitOfWork, returned: ReadonlyMap<Op, readon
         const field = op.rows.field
         if (!isChanged(state, field)) state.values[field.prop] = null // unless set again while the flush was in flight
         if (state.snapshot) state.snapshot[field.prop] = null
+      } else if (op.kind === 'cascade-soft-delete') {
+        // Marked deleted by the server, as the row now is; a time is held as its milliseconds until read.
+        const field = meta.softDelete!
+        const time = Date.parse(op.at)
+        if (!isChanged(state, field)) state.values[field.prop] = time
+        if (state.snapshot) state.snapshot[field.prop] = writeText(field.type, time as never)
       } else {
         state.status = 'detached'
         uow.map.delete(entity)

@@ -5,7 +5,19 @@ import type { Text, UpsertSpec } from './changes.js'
  * A plan's operations: one per table and kind, with values held column-wise, so that each renders to
  * one statement whose text does not depend on the number of rows.
  */
-export type Op = InsertOp | UpdateOp | DeleteOp | LinkInsertOp | LinkDeleteOp | LinkPurgeOp | CascadeDeleteOp | CascadeNullOp | UnlinkCycleOp | LockOp
+export type Op =
+  | InsertOp
+  | UpdateOp
+  | DeleteOp
+  | LinkInsertOp
+  | LinkDeleteOp
+  | LinkPurgeOp
+  | CascadeDeleteOp
+  | CascadeNullOp
+  | CascadeSoftDeleteOp
+  | LiveGuardOp
+  | UnlinkCycleOp
+  | LockOp
 
 /**
  * Rows named without reading them: the rows with these ids; the rows of `entity` whose `field`
@@ -115,6 +127,28 @@ export interface CascadeNullOp {
   readonly rows: Extract<RowSet, { kind: 'children' }>
 }
 
+/**
+ * Marks deleted the live children of rows being soft-deleted, for a many-to-one declared
+ * `onDelete('cascade')` to them (or the live rows below them in a soft-deleted tree), with the time
+ * of the flush. Their entity is soft-deleted too (the planner refuses a cascade to one that is not).
+ */
+export interface CascadeSoftDeleteOp {
+  readonly kind: 'cascade-soft-delete'
+  readonly rows: Extract<RowSet, { kind: 'children' | 'subtree' }>
+  /** The time, as ISO 8601 text. */
+  readonly at: string
+}
+
+/**
+ * Fails the flush, on the server and inside the pipeline, when a live row still refers to a row
+ * being soft-deleted through a many-to-one that neither cascades nor sets null: a hard delete would
+ * have been refused by its foreign key; a soft one would leave a live row pointing at a deleted one.
+ */
+export interface LiveGuardOp {
+  readonly kind: 'live-guard'
+  readonly rows: Extract<RowSet, { kind: 'children' }>
+}
+
 /** The table an op writes, for results and error messages. */
 export function tableOf(op: Op): string {
   return 'entity' in op ? op.entity.table : 'link' in op ? op.link.table : op.rows.entity.table
@@ -138,7 +172,10 @@ export function rowCount(op: Op): number {
     case 'cascade-delete':
     case 'cascade-null':
     case 'unlink-cycle':
+    case 'cascade-soft-delete':
       return 0 // unknown to the client: the server's count is reported
+    case 'live-guard':
+      return 0 // writes nothing
     case 'lock':
       return 0 // writes nothing
   }

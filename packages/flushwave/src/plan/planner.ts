@@ -2,6 +2,7 @@ import type { SchemaFacts } from '../schema/derive.js'
 import type { EntityMeta, FixUp, ManyToManyMeta } from '../schema/meta.js'
 import type { Changes, LinkChange, NewRows, RowDelete, RowUpdate, RowUpsert, Text } from './changes.js'
 import { cascade, purgeOps } from './cascade.js'
+import { softCascade, softDeleted } from './soft-delete.js'
 import { chunk, DEFAULT_MAX_ROWS } from './chunk.js'
 import { addTo } from './groups.js'
 import type { DeleteOp, InsertOp, LinkInsertOp, LockOp, Op, RowSet, UpdateOp } from './ops.js'
@@ -14,7 +15,7 @@ import type { Plan, Preparation } from './plan.js'
  *   its cascades and links → inserts (parents first) → cycle fix-ups → link inserts → updates (per
  *   table one UPDATE, or one per `after` pass when rows pass unique values on) → link deletes →
  *   cycle references of rows to delete cleared → per deleted table, children first: its cascades,
- *   its links, its rows
+ *   its links, its rows → the cascades of rows soft-deleted by the updates, then their guards
  *
  * A table whose updates need several passes has its rows locked first, all at once in id order.
  *
@@ -74,6 +75,14 @@ export function planFlush(
     if (removes) ops.push({ kind: 'link-delete', link, ...ends(unique(removes)) })
   }
   ops.push(...deleting(deletes, schema, maxRows))
+  const softly = softDeleted(updates, order)
+  if (softly.length > 0) {
+    // The children a soft delete reaches are marked with the flush's time; guards check last.
+    const at = new Date().toISOString()
+    const guards: Op[] = []
+    for (const rows of softly) softCascade(rows, at, ops, guards)
+    ops.push(...guards)
+  }
   const chunked: Op[] = []
   for (const op of ops) for (const part of chunk(op, maxRows)) chunked.push(part)
   const waves = chunked.length === 0 ? [] : [{ ops: chunked, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]

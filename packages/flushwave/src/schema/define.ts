@@ -13,6 +13,8 @@ export interface EntityDef<P extends Record<string, AnyProp> = Record<string, An
   readonly props: P
   /** Unique keys over several columns (a single column's is `.unique()`), by property name. */
   readonly unique: readonly (readonly string[])[]
+  /** The nullable timestamp property that marks a row deleted (`em.remove` sets it), when soft-deleted. */
+  readonly softDelete?: string | undefined
 }
 
 export type SchemaDefs = Record<string, EntityDef>
@@ -28,12 +30,20 @@ export interface EntityOptions<P> {
    * `"billing"."invoice"` in every statement. Its many-to-many join tables go in it too.
    */
   readonly schema?: string
+  /**
+   * Soft delete: `em.remove` sets this nullable timestamptz (or timestamp) property to the time of
+   * the flush instead of deleting the row, and reads leave such rows out unless `withDeleted`.
+   */
+  readonly softDelete?: TimeProp<P>
 }
+
+/** The nullable time columns an entity may mark deleted rows with. */
+type TimeProp<P> = { [F in keyof P]: P[F] extends Column<Date, true, boolean> ? F : never }[keyof P] & string
 
 /** Declares an entity: its table, its properties built with `t`, and keys over several columns. */
 export function entity<const P extends Record<string, AnyProp>>(table: string, props: P, options: EntityOptions<P> = {}): EntityDef<P> {
   if (options.schema !== undefined && (typeof options.schema !== 'string' || options.schema === '')) throw new SchemaError(`entity ${JSON.stringify(table)}: schema must be a non-empty name`)
-  return Object.freeze({ table, schema: options.schema, props, unique: Object.freeze((options.unique ?? []).map((key) => Object.freeze([...key]))) })
+  return Object.freeze({ table, schema: options.schema, props, unique: Object.freeze((options.unique ?? []).map((key) => Object.freeze([...key]))), softDelete: options.softDelete })
 }
 
 /** A table's name in messages and results (`billing.invoice`), and as statements write it (`"billing"."invoice"`). */
@@ -127,9 +137,21 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
     const versions = d.fields.filter((f) => f.version)
     if (versions.length > 1) throw new SchemaError(`${d.meta.name} has ${versions.length} version columns; one at most`)
     ;(d.meta as { version: FieldMeta | undefined }).version = versions[0]
+    ;(d.meta as { softDelete: FieldMeta | undefined }).softDelete = softDeleteField(d, defs[d.meta.name]!)
     Object.freeze(d.fields)
   }
   return new Map([...drafts].map(([name, d]) => [name, d.meta]))
+}
+
+/** The field `{ softDelete }` names, checked: a nullable time column of the entity. */
+function softDeleteField(d: Draft, def: EntityDef): FieldMeta | undefined {
+  if (def.softDelete === undefined) return undefined
+  const field = d.fieldByProp.get(def.softDelete)
+  const time = field && !field.ref && (field.type.sqlType === 'timestamptz' || field.type.sqlType === 'timestamp')
+  if (!field || !time || !field.nullable || field.version) {
+    throw new SchemaError(`${d.meta.name}: softDelete names ${JSON.stringify(def.softDelete)}, which must be a nullable t.timestamptz() or t.timestamp() property of ${d.meta.name}`)
+  }
+  return field
 }
 
 /** Every unique key of an entity: each `.unique()` column, then each key of `entity(…, { unique })`, checked. */
@@ -181,6 +203,7 @@ function draft(name: string, def: EntityDef): Draft {
     oneToMany,
     manyToMany,
     version: undefined,
+    softDelete: undefined,
     uniqueKeys: [],
     // Derived once the schema is ordered (derive.ts).
     counters: [],

@@ -20,6 +20,8 @@ export interface EntityMeta {
   readonly manyToMany: readonly ManyToManyMeta[]
   /** The optimistic-lock version field, when the entity has one. */
   readonly version: FieldMeta | undefined
+  /** The time field that marks a row soft-deleted, when the entity is (`entity(…, { softDelete })`). */
+  readonly softDelete: FieldMeta | undefined
   /** Unique keys besides the id: each `.unique()` field alone, then each key over several columns. */
   readonly uniqueKeys: readonly (readonly FieldMeta[])[]
 

@@ -15,7 +15,15 @@ export type Condition =
   | { readonly kind: 'in'; readonly column: ColumnRef; readonly values: readonly string[]; readonly cast: string; readonly negated: boolean }
   | { readonly kind: 'null'; readonly column: ColumnRef; readonly negated: boolean }
   | { readonly kind: 'between'; readonly column: ColumnRef; readonly low: string; readonly high: string; readonly cast: string }
-  | { readonly kind: 'related'; readonly through: readonly FieldMeta[]; readonly relation: Relation; readonly quantifier: Quantifier; readonly where: Condition }
+  | {
+      readonly kind: 'related'
+      readonly through: readonly FieldMeta[]
+      readonly relation: Relation
+      readonly quantifier: Quantifier
+      readonly where: Condition
+      /** Which related rows count at all, whatever the quantifier (soft-deleted ones do not): `true` for every row. */
+      readonly among: Condition
+    }
 
 export type CompareOp = '=' | '<>' | '<' | '<=' | '>' | '>=' | 'like' | 'ilike' | 'not like' | '@>' | '<@' | '&&' | '?'
 

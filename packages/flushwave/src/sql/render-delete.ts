@@ -1,7 +1,7 @@
-import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type UnlinkCycleOp, type DeleteOp, type RowSet } from '../plan/ops.js'
+import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type CascadeSoftDeleteOp, type LiveGuardOp, type UnlinkCycleOp, type DeleteOp, type RowSet } from '../plan/ops.js'
 import { idColumn } from './returning.js'
 import { arrayLiteral } from './array-literal.js'
-import { deleteFound, foundInIdOrder, lockedInIdOrder, matches, orBelow, staleCheck, updateFound } from './row-sets.js'
+import { deleteFound, foundInIdOrder, LIVE_MARK, lockedInIdOrder, matches, orBelow, staleCheck, updateFound } from './row-sets.js'
 import { cached, writesOneRow } from './write-values.js'
 
 /** DELETE statements, and the cascades and unlinks that go before them. */
@@ -66,6 +66,32 @@ export function renderUnlinkCycle(op: UnlinkCycleOp) {
   const found = `${where} and (${op.fields.map((f) => `t.${f.quoted} is not null`).join(' or ')})`
   return {
     text: updateFound(e, found, sets),
+    params: [arrayLiteral(rootIds(op.rows))],
+  }
+}
+
+/** Marks the live rows a soft delete cascades to with its time, and returns their ids. */
+export function renderCascadeSoftDelete(op: CascadeSoftDeleteOp) {
+  const rows = op.rows
+  const entity = rows.entity
+  const soft = entity.softDelete!
+  const reached = rows.kind === 'children' ? matches(`t.${rows.field.quoted}`, rows.parent) : matches(`t.${entity.id.quoted}`, rows)
+  return {
+    text: `${updateFound(entity, `${reached} and t.${soft.quoted} is null`, `${soft.quoted} = $2::${soft.type.sqlType}`)} returning ${idColumn(entity, 't')}`,
+    params: [arrayLiteral(rootIds(rows)), op.at],
+  }
+}
+
+/**
+ * Raises, inside the pipeline, when a live row still refers to one of the soft-deleted parents: the
+ * cast of the mark to int4 fails (see staleCheck), and flushError makes it a ForeignKeyViolationError.
+ */
+export function renderLiveGuard(op: LiveGuardOp) {
+  const { entity, field, parent } = op.rows
+  const live = entity.softDelete ? ` and t.${entity.softDelete.quoted} is null` : ''
+  const mark = `${LIVE_MARK}${entity.table}.${field.column}`.replace(/'/g, "''")
+  return {
+    text: `select ('${mark}:' || t.${entity.id.quoted}::text)::int4 from ${entity.quotedTable} as t where ${matches(`t.${field.quoted}`, parent)}${live} limit 1`,
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }

@@ -4,6 +4,7 @@ import type { Condition } from './conditions.js'
 import type { SelectOptions } from './render-select.js'
 import type { Statement } from './statement.js'
 import { Params, Scope, whereClause } from './render-where.js'
+import { live } from './live-rows.js'
 
 /**
  * A find and its populate as one statement (see entity-manager/populate-along): the rows found, then
@@ -131,7 +132,7 @@ export function oneToManyBranch(k: number, owner: EntityMeta, relation: OneToMan
     const target = relation.target
     return (
       `select ${k}, (${owner.id.type.selectExpr(`${p}.id`)})::text, ${textRow(target, (f) => `${t}.${f.quoted}`, width)} from ${distinctIds(ids)} as ${p} ` +
-      `left join ${target.quotedTable} as ${t} on ${t}.${relation.inverse.quoted} = ${p}.id`
+      `left join ${target.quotedTable} as ${t} on ${t}.${relation.inverse.quoted} = ${p}.id${live(target, t)}`
     )
   }
 }
@@ -144,8 +145,9 @@ export function manyToManyBranch(k: number, link: ManyToManyMeta, owners: IdSet)
     const { owner, target } = link
     return (
       `select ${k}, (${owner.id.type.selectExpr(`${p}.id`)})::text, ${textRow(target, (f) => `${t}.${f.quoted}`, width)} from ${distinctIds(ids)} as ${p} ` +
-      `left join ${link.quotedTable} as ${l} on ${l}.${quoteIdent(link.ownColumn)} = ${p}.id ` +
-      `left join ${target.quotedTable} as ${t} on ${t}.${target.id.quoted} = ${l}.${quoteIdent(link.targetColumn)}`
+      // Link and target joined first, so that a link to a soft-deleted target drops out whole.
+      `left join (${link.quotedTable} as ${l} join ${target.quotedTable} as ${t} on ${t}.${target.id.quoted} = ${l}.${quoteIdent(link.targetColumn)}${live(target, t)}) ` +
+      `on ${l}.${quoteIdent(link.ownColumn)} = ${p}.id`
     )
   }
 }

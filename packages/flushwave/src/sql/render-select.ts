@@ -4,6 +4,7 @@ import { quoteIdent } from '../schema/quote.js'
 import type { Statement } from './statement.js'
 import type { Condition } from './conditions.js'
 import { Params, Scope, whereClause } from './render-where.js'
+import { live } from './live-rows.js'
 
 export interface SelectOptions {
   /** Columns of the entity's own table, quoted, each with its direction. */
@@ -43,7 +44,7 @@ export function renderLoadByIds(entity: EntityMeta, ids: readonly string[], lock
 /** The rows of a one-to-many: children whose foreign key is one of `ownerIds`. */
 export function renderLoadByReference(entity: EntityMeta, field: FieldMeta, ownerIds: readonly string[]): Statement {
   return {
-    text: `select ${selectList(entity)} from ${entity.quotedTable} as t where t.${field.quoted} = any($1::${field.type.sqlType}[])`,
+    text: `select ${selectList(entity)} from ${entity.quotedTable} as t where t.${field.quoted} = any($1::${field.type.sqlType}[])${live(entity, 't')}`,
     params: [arrayLiteral(ownerIds)],
   }
 }
@@ -55,7 +56,7 @@ export function renderLoadLinks(link: ManyToManyMeta, ownerIds: readonly string[
   return {
     text:
       `select j.${own}, ${selectList(target)} from ${link.quotedTable} as j ` +
-      `join ${target.quotedTable} as t on t.${target.id.quoted} = j.${quoteIdent(link.targetColumn)} ` +
+      `join ${target.quotedTable} as t on t.${target.id.quoted} = j.${quoteIdent(link.targetColumn)}${live(target, 't')} ` +
       `where j.${own} = any($1::${link.owner.id.type.sqlType}[])`,
     params: [arrayLiteral(ownerIds)],
   }

@@ -105,7 +105,7 @@ export function renderCondition(c: Condition, scope: Scope): string {
 /**
  * A to-many relation's condition as an EXISTS subquery on the related rows (through the join table
  * for a many-to-many): `some` is EXISTS of a row that meets it, `none` NOT EXISTS of one, `every`
- * NOT EXISTS of one that does not.
+ * NOT EXISTS of one that does not; rows outside `among` (soft-deleted ones) take no part.
  */
 function renderRelated(c: Extract<Condition, { kind: 'related' }>, scope: Scope): string {
   const outer = scope.reach(c.through)
@@ -115,6 +115,7 @@ function renderRelated(c: Extract<Condition, { kind: 'related' }>, scope: Scope)
   const condition = c.where.kind === 'true' ? '' : renderCondition(c.where, inner)
   const grouped = c.where.kind === 'or' ? `(${condition})` : condition
   const meets = c.quantifier === 'every' ? ` and (${condition || 'true'}) is not true` : condition ? ` and ${grouped}` : ''
+  const among = c.among.kind === 'true' ? '' : ` and ${renderCondition(c.among, inner)}`
   // The FROM is written once the condition is rendered: its joins are known then.
   let from: string
   let link: string
@@ -128,5 +129,5 @@ function renderRelated(c: Extract<Condition, { kind: 'related' }>, scope: Scope)
     from = `${m.quotedTable} as ${l} join ${target.quotedTable} as ${inner.alias} on ${inner.alias}.${target.id.quoted} = ${l}.${quoteIdent(m.targetColumn)}${inner.joins()}`
     link = `${l}.${quoteIdent(m.ownColumn)} = ${outer}.${m.owner.id.quoted}`
   }
-  return `${c.quantifier === 'some' ? '' : 'not '}exists (select from ${from} where ${link}${meets})`
+  return `${c.quantifier === 'some' ? '' : 'not '}exists (select from ${from} where ${link}${among}${meets})`
 }

@@ -2,7 +2,7 @@ import type { Op } from '../plan/ops.js'
 import type { Plan } from '../plan/plan.js'
 import { returnsRows } from './returning.js'
 import type { WriteStatement } from './statement.js'
-import { renderCascadeDelete, renderCascadeNull, renderDelete, renderUnlinkCycle } from './render-delete.js'
+import { renderCascadeDelete, renderCascadeNull, renderCascadeSoftDelete, renderDelete, renderLiveGuard, renderUnlinkCycle } from './render-delete.js'
 import { renderInsert } from './render-insert.js'
 import { renderLinkDelete, renderLinkInsert, renderLinkPurge } from './render-links.js'
 import { renderUpdate } from './render-update.js'
@@ -54,6 +54,10 @@ function renderText(op: Op, form: 'rows' | 'shared'): { text: string; params: (s
       return renderCascadeDelete(op)
     case 'cascade-null':
       return renderCascadeNull(op)
+    case 'cascade-soft-delete':
+      return renderCascadeSoftDelete(op)
+    case 'live-guard':
+      return renderLiveGuard(op)
     case 'unlink-cycle':
       return renderUnlinkCycle(op)
     case 'lock':

@@ -25,6 +25,7 @@ export function returnsRows(op: Op): boolean {
       return op.upsert !== undefined
     case 'cascade-delete':
     case 'cascade-null':
+    case 'cascade-soft-delete':
       return true
     case 'delete':
       return op.entity.treeFields.length > 0

@@ -56,6 +56,9 @@ export function staleCheck(table: string): string {
 /** Prefix of the error that a version check raises; the executor turns it into OptimisticLockError. */
 export const STALE_MARK = 'flushwave-stale:'
 
+/** Prefix of the error a soft delete's guard raises (`<table>.<column>:<id>`): a ForeignKeyViolationError. */
+export const LIVE_MARK = 'flushwave-live-reference:'
+
 /** Locks the rows, in id order, in the mode an update takes (lockedInIdOrder); selects no column. */
 export function renderLock(op: LockOp) {
   const e = op.entity

@@ -109,7 +109,10 @@ function empty(op: Op): Op {
       return { ...op, rows: emptyRoot(op.rows) }
     case 'cascade-delete':
     case 'cascade-null':
+    case 'live-guard':
       return { ...op, rows: { ...op.rows, parent: emptyRoot(op.rows.parent) } }
+    case 'cascade-soft-delete':
+      return { ...op, rows: emptyRoot(op.rows) as typeof op.rows }
   }
 }
 

@@ -12,7 +12,7 @@ import {
   type StatementFailure,
 } from '../../errors.js'
 import { entityOf, tableOf, type Op } from '../../plan/ops.js'
-import { STALE_MARK } from '../../sql/row-sets.js'
+import { LIVE_MARK, STALE_MARK } from '../../sql/row-sets.js'
 import type { ServerError } from '../port.js'
 
 /**
@@ -72,6 +72,16 @@ export function flushError(error: ServerError, op: Op | undefined, cause: unknow
         : `flush failed: ${entity} ${stale.join(', ')} changed or deleted since it was loaded (stale version); nothing was committed`,
       { code: error.code, table: tableOf(op), entity: entityOf(op), constraint: undefined, detail: undefined },
       stale,
+      { cause },
+    )
+  }
+  if (op?.kind === 'live-guard' && error.code === '22P02' && error.message.includes(LIVE_MARK)) {
+    // A soft delete's guard: a live row still refers to a row being soft-deleted (see renderLiveGuard).
+    const { entity, field, parent } = op.rows
+    const id = error.message.slice(error.message.lastIndexOf(':') + 1).replace(/"$/, '')
+    return new ForeignKeyViolationError(
+      `flush failed: ${entity.name} ${id} still refers to a ${parent.entity.name} being soft-deleted, through ${field.prop} (a delete would break its foreign key); nothing was committed`,
+      { code: error.code, table: entity.table, entity: entity.name, constraint: undefined, detail: undefined },
       { cause },
     )
   }
