@@ -12,14 +12,27 @@ const BARE = new Set(['int2', 'int4', 'int8', 'bool', 'uuid'])
  * so no element text (commas, braces, the word NULL) can change the array's shape; elements of a
  * type in BARE, named by `elementType`, go unquoted: `{1,2,NULL}`.
  */
-export function arrayLiteral(values: readonly Text[], elementType?: string): string {
+export function arrayLiteral(values: readonly Text[], elementType?: string, escaped?: boolean): string {
   const bare = elementType !== undefined && BARE.has(elementType)
+  if (escaped) return escapedLiteral(values)
   if (values.length > 0 && asTheyAre(values, bare)) return bare ? '{' + values.join(',') + '}' : '{"' + values.join('","') + '"}'
   let out = '{'
   for (let i = 0; i < values.length; i++) {
     if (i > 0) out += ','
     const v = values[i]
     out += v === null || v === undefined ? 'NULL' : bare ? v : '"' + escape(v) + '"'
+  }
+  return out + '}'
+}
+
+/** Elements already escaped (Wire.escaped): quoted as they are, in one join when none is NULL. */
+function escapedLiteral(values: readonly Text[]): string {
+  if (values.length === 0) return '{}'
+  if (values.indexOf(null) < 0 && values.indexOf(undefined as never) < 0) return '{"' + values.join('","') + '"}'
+  let out = '{'
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]
+    out += (i > 0 ? ',' : '') + (v === null || v === undefined ? 'NULL' : '"' + v + '"')
   }
   return out + '}'
 }

@@ -3,7 +3,7 @@ import type { Text, UpsertSpec } from '../plan/changes.js'
 import { upsertColumns } from './returning.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { arrayLiteral } from './array-literal.js'
-import { cached, decoded, isDecoded, scalarText, sharedField, wireType, writesOneRow } from './write-values.js'
+import { cached, decoded, isDecoded, scalarText, sharedField, wireEscaped, wireType, writesOneRow } from './write-values.js'
 
 /** INSERT statements: one row with scalar binds, many rows through `unnest`, upserts with their conflict clause. */
 
@@ -17,7 +17,7 @@ export function renderInsert(op: InsertOp, shared: readonly Text[] | undefined) 
   const params: Text[] = [arrayLiteral(op.ids, e.id.type.sqlType)]
   for (let i = 0; i < op.columns.length; i++) {
     const f = e.fields[i]!
-    params.push(sharedField(f, shared) ? scalarText(f, shared![i] ?? null) : arrayLiteral(op.columns[i]!, wireType(f)))
+    params.push(sharedField(f, shared) ? scalarText(f, shared![i] ?? null) : arrayLiteral(op.columns[i]!, wireType(f), wireEscaped(f)))
   }
   const select = () => unnestSelect(e, shared !== undefined)
   if (op.upsert === undefined) return { text: cached(e, shared ? 'insert-shared' : 'insert', () => `insert into ${e.quotedTable} (${columnNames(e)}) ${select()}`), params }

@@ -4,7 +4,7 @@ import { countingColumns } from './returning.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
 import { lockedInIdOrder, staleCheck } from './row-sets.js'
-import { cached, decoded, scalarText, sharedField, wireType, writesOneRow } from './write-values.js'
+import { cached, decoded, scalarText, sharedField, wireEscaped, wireType, writesOneRow } from './write-values.js'
 
 /** UPDATE statements: one row naming the columns it sets, many rows through `unnest`, versioned and counting forms. */
 
@@ -31,7 +31,7 @@ export function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) 
     const c = counters.indexOf(f)
     sets.push(`${f.quoted} = ${c < 0 ? value : `(${value}) + coalesce(d.i${c + 1}, 0)`}`)
     const column = op.columns[i]!
-    params.push(one ? scalarText(f, shared![i] ?? null) : arrayLiteral(column.values, wireType(f)))
+    params.push(one ? scalarText(f, shared![i] ?? null) : arrayLiteral(column.values, wireType(f), wireEscaped(f)))
     if (!one) {
       arrays.push(`$${n + 1}::${wireType(f)}[]`)
       aliases.push(`v${i + 1}`)

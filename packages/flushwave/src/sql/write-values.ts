@@ -68,6 +68,8 @@ export const sharedField = (f: FieldMeta, shared: readonly Text[] | undefined): 
 
 /** The type a field's values travel in within arrays (see ColumnType.wire). */
 export const wireType = (f: FieldMeta): string => (f.type.wire ?? f.type).sqlType
+/** Whether the field's wire texts are escaped already (Wire.escaped). */
+export const wireEscaped = (f: FieldMeta): boolean => f.type.wire?.escaped === true
 
 export const decoded = (f: FieldMeta, expr: string): string => (f.type.wire ? f.type.wire.decode(expr) : expr)
 

@@ -3,6 +3,9 @@ import { asText, declaredType, plain, type ColumnType } from './column-type.js'
 /** Backslash-escapes quotes and backslashes for a quoted array element. */
 const escape = (v: string): string => (v.indexOf('"') < 0 && v.indexOf('\\') < 0 ? v : v.replace(/[\\"]/g, '\\$&'))
 
+/** Backslash-escapes a whole literal for a quoted element of an outer array literal. */
+const escapeOuter = (v: string): string => v.replace(/[\\"]/g, '\\$&')
+
 /**
  * The elements of a one-dimensional array literal as the server writes it (`{a,"b c",NULL}`,
  * perhaps after bounds such as `[0:1]=`): their texts, null for NULL.
@@ -61,6 +64,28 @@ export function array<E>(element: ColumnType<E>, nullElements: boolean): ColumnT
   }
   // An element type read as its own text output reads the same inside the array's text, except
   // char(n): a cast to text drops a single value's padding, but not its elements' in an array.
+  // Elements whose text never needs quoting (integers, booleans, UUIDs) go bare.
+  const bare = element.sqlType === 'int2' || element.sqlType === 'int4' || element.sqlType === 'int8' || element.sqlType === 'bool' || element.sqlType === 'uuid'
+  /** toText's literal escaped as a quoted element of the outer text array (Wire.escaped): `{\"a\",\"b\"}`. */
+  const encode = (values: readonly (E | null)[]): string => {
+    if (bare) {
+      let out = '{'
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i]
+        out += (i > 0 ? ',' : '') + (v === null ? 'NULL' : element.toText(v as E))
+      }
+      return out + '}'
+    }
+    const texts = new Array<string>(values.length)
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i]
+      if (v === null) return escapeOuter(toText(values))
+      const t = element.toText(v as E)
+      if (t.indexOf('"') >= 0 || t.indexOf('\\') >= 0) return escapeOuter(toText(values))
+      texts[i] = t
+    }
+    return values.length === 0 ? '{}' : '{\\"' + texts.join('\\",\\"') + '\\"}'
+  }
   const probe = element.selectExpr('x')
   const direct = probe === plain('x') || (probe === asText('x') && element.sqlType !== 'bpchar')
   return {
@@ -86,7 +111,7 @@ export function array<E>(element: ColumnType<E>, nullElements: boolean): ColumnT
       if (Array.isArray(raw)) return raw.map((x: unknown) => (x === null ? null : element.fromDb(x)))
       return parseArrayLiteral(String(raw)).map((x) => (x === null ? null : element.fromDb(x)))
     },
-    wire: { sqlType: 'text', encode: toText, decode: (x) => `${x}::${sqlType}`, toText: (encoded) => encoded },
+    wire: { sqlType: 'text', escaped: true, encode, decode: (x) => `${x}::${sqlType}`, toText: (encoded) => encoded.replace(/\\(.)/g, '$1') },
     selectExpr: direct
       ? asText
       : (c) => `case when ${c} is null then null else array(select (${element.selectExpr('u.x')})::text from unnest(${c}) with ordinality as u(x, o) order by o)::text end`,

@@ -36,4 +36,6 @@ export const bytea: ColumnType<Uint8Array> = {
     return fromHex(text.startsWith('\\x') ? text.slice(2) : text)
   },
   selectExpr: (c) => `encode(${c}, 'hex')`,
+  // Hex digits alone in the write statements' text arrays: no backslash to escape there.
+  wire: { sqlType: 'text', encode: toHex, decode: (x) => `decode(${x}, 'hex')`, toText: (encoded) => '\\x' + encoded },
 }

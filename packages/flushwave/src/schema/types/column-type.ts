@@ -58,6 +58,8 @@ export type OperatorKind = 'equality' | 'ordered' | 'text' | 'json' | 'array'
 
 export interface Wire<T> {
   readonly sqlType: string
+  /** encode's text is already escaped as a quoted element of an array literal (`\` and `"` backslashed). */
+  readonly escaped?: true
   encode(value: T): string
   /** SQL turning `expr` (a value of `sqlType`) into the column's type, exactly. */
   decode(expr: string): string

@@ -61,12 +61,53 @@ function hostBitsSet({ bytes, prefix }: { bytes: number[]; prefix: number }): bo
   return false
 }
 
+/**
+ * An IPv4 address with an optional prefix, read without allocating: 1 when valid with no host bit
+ * set right of the prefix, 2 when valid with one set, 0 when not this simple form (parse decides).
+ */
+function quickIpv4(s: string): 0 | 1 | 2 {
+  let i = 0
+  let address = 0
+  for (let part = 0; part < 4; part++) {
+    if (part > 0) {
+      if (s.charCodeAt(i) !== 46 /* . */) return 0
+      i++
+    }
+    const start = i
+    let n = 0
+    while (i < s.length && i - start < 4) {
+      const c = s.charCodeAt(i) - 48
+      if (c < 0 || c > 9) break
+      n = n * 10 + c
+      i++
+    }
+    const digits = i - start
+    if (digits === 0 || digits > 3 || n > 255 || (digits > 1 && s.charCodeAt(start) === 48)) return 0
+    address = address * 256 + n
+  }
+  if (i === s.length) return 1
+  if (s.charCodeAt(i) !== 47 /* / */) return 0
+  const start = ++i
+  let prefix = 0
+  while (i < s.length) {
+    const c = s.charCodeAt(i) - 48
+    if (c < 0 || c > 9) return 0
+    prefix = prefix * 10 + c
+    i++
+  }
+  const digits = i - start
+  if (digits === 0 || digits > 2 || prefix > 32 || (digits > 1 && s.charCodeAt(start) === 48)) return 0
+  return prefix === 32 || address % 2 ** (32 - prefix) === 0 ? 1 : 2
+}
+
 function networkType(sqlType: 'inet' | 'cidr'): ColumnType<string> {
   return {
     sqlType,
     operators: 'ordered',
     check: (v) => {
       if (typeof v !== 'string') return 'expected an IP address string'
+      const quick = quickIpv4(v)
+      if (quick === 1 || (quick === 2 && sqlType === 'inet')) return undefined
       const parsed = parse(v)
       if (typeof parsed === 'string') return parsed
       if (sqlType === 'cidr' && hostBitsSet(parsed)) return 'a cidr network has no bits set right of its prefix (use inet for a host)'

@@ -84,6 +84,34 @@ export function float4Value(v: number): number {
 }
 
 /**
+ * Whether float4 keeps `v` (finite) as it is, with at most three toPrecision calls: float4's shortest
+ * decimal must be v's own shortest (d significant digits), which float4 then reads as its float f;
+ * and no decimal of d - 1 digits may read as f (else that one is shorter). Integers within ±2^24
+ * are kept (float4 holds them exactly, and no shorter decimal names the same float).
+ */
+function keepsAsFloat4(v: number): boolean {
+  if (Number.isInteger(v) && Math.abs(v) <= 16_777_216) return true
+  const f = Math.fround(v)
+  if (!Number.isFinite(f) || f === 0) return false
+  const s = String(v)
+  let d = 0
+  let leading = true
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c === 101 /* e */) break
+    if (c < 48 || c > 57) continue
+    if (leading && c === 48) continue
+    leading = false
+    d++
+  }
+  // Trailing zeros of an integer part are not significant (1200 is 1.2e3).
+  const mantissa = s.split('e')[0]!
+  if (mantissa.indexOf('.') < 0) for (let i = mantissa.length - 1; i >= 0 && mantissa.charCodeAt(i) === 48 && d > 1; i--) d--
+  if (d > 9 || Number(f.toPrecision(d)) !== v) return false
+  return d === 1 || Math.fround(Number(f.toPrecision(d - 1))) !== f
+}
+
+/**
  * float4: about seven significant digits. A value that float4 would change (0.123456789 reads back
  * as 0.12345679) is refused rather than rounded without a word; 0.1, 21.5 or 1e-10 are kept.
  */
@@ -93,6 +121,7 @@ export const real: ColumnType<number> = {
   check: (v) => {
     if (typeof v !== 'number') return 'expected a number'
     if (Number.isNaN(v) || !Number.isFinite(v)) return undefined
+    if (keepsAsFloat4(v)) return undefined
     const kept = float4Value(v)
     if (Object.is(kept, v) || (kept === 0 && v === 0)) return undefined
     return Number.isNaN(kept) ? 'out of the range of real (float4); use t.double()' : `real (float4) would keep ${kept}; use that value or t.double()`
