@@ -1,6 +1,6 @@
 /**
  * Writes the repository's docs/benchmarks.md from a full run's results: the machine and the date,
- * then for every case a table and a chart, the round trips each series waits on, scale, throughput
+ * then for every case a table and a chart, the round trips each series waits on, scale, typesScale, throughput
  * and the phase profile, and how to read and rerun it. Also writes the charts it links to
  * (results/latest-<case>.svg).
  *
@@ -13,6 +13,7 @@ import { barChart } from './bar-chart.js'
 import { chart } from './chart.js'
 import { cellTable, extras, groupBy, ms, tailTable, title, type Results } from './report.js'
 import type { Run } from './runner.js'
+import { isScale } from './scale-report.js'
 
 const RESULTS = new URL('../results/', import.meta.url)
 const PAGE = new URL('../../../docs/benchmarks.md', import.meta.url)
@@ -54,7 +55,7 @@ const CASES: Record<string, (size: number) => string> = {
 const SLOPES = [['bulkCreate', 1], ['bulkUpdate', 0], ['mixedFlush', 10], ['deleteGraph', 0], ['listEndpoint', 0]] as const
 
 export async function writeBenchmarksPage(results: Results): Promise<void> {
-  const cases = [...groupBy(results.runs.filter((r) => r.scenario !== 'scale'), (r) => `${r.scenario} ${r.size}`).values()]
+  const cases = [...groupBy(results.runs.filter((r) => !isScale(r.scenario)), (r) => `${r.scenario} ${r.size}`).values()]
   for (const runs of cases) await writeFile(new URL(chartFile(runs[0]!), RESULTS), caseChart(runs))
   await writeFile(PAGE, page(results, cases, await versions()))
   process.stderr.write(`wrote docs/benchmarks.md and ${cases.length} charts in packages/bench/results/\n`)
@@ -63,7 +64,7 @@ export async function writeBenchmarksPage(results: Results): Promise<void> {
 function page(results: Results, cases: readonly Run[][], peers: Record<string, string>): string {
   const m = results.machine
   const minutes = Math.round(results.durationS / 60)
-  const latencies = [...new Set(results.runs.filter((r) => r.scenario !== 'scale').map((r) => r.latencyMs))].sort((a, b) => a - b)
+  const latencies = [...new Set(results.runs.filter((r) => !isScale(r.scenario)).map((r) => r.latencyMs))].sort((a, b) => a - b)
   const lines = [
     '# Benchmarks',
     '',
@@ -228,11 +229,12 @@ const HOW_TO_RUN = [
   'its charts (`latest-pooler.*` with `--pooler`). Only a full run, with no flags, also rewrites this page.',
   '',
   '```sh',
-  'pnpm bench                  # everything above: every case at 0, 1, 2, 5 and 10 ms, scale, throughput, stream memory, phases (about 40 minutes on 2 cores)',
+  'pnpm bench                  # everything above: every case at 0, 1, 2, 5 and 10 ms, scale, typesScale, throughput, stream memory, phases (about 40 minutes on 2 cores)',
   'pnpm bench --quick          # bulkCreate ×1 and mixedFlush ×10 at 0 and 2 ms (a few minutes)',
   'pnpm bench --scenario listEndpoint                            # the read case alone, at 0, 2 and 10 ms (about 2 minutes)',
   'pnpm bench --latency 2,50 --series flushwave,raw-pipelined --scenario bulkCreate',
   'pnpm bench --scenario scale                                   # 1k, 10k and 100k new rows in one unit of work',
+  'pnpm bench --scenario typesScale                              # the same over a column of each newer type (Flushwave, raw SQL)',
   'pnpm bench --scenario throughput --clients 32 --duration 10   # flushes per second on a pool of 10 at 5 ms',
   'pnpm bench --profile                                          # only the phase profile',
   'pnpm bench --scenario stream                                  # only em.stream\'s memory over a million rows',

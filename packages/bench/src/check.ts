@@ -20,6 +20,7 @@ const cases: [ScenarioName, number][] = [
   ['cpuFlush', 10_000],
   ['noopFlush', 10_000],
   ['listEndpoint', 0],
+  ['typesScale', 1_000],
 ]
 const db = await startDatabase()
 const bench = await benchDatabase(db.url)
@@ -30,6 +31,7 @@ try {
   for (const [scenarioName, size] of cases) {
     if (only.length > 0 && !only.includes(scenarioName)) continue
     if (scenarioName === 'listEndpoint' && !series.listEndpoint) continue
+    if (scenarioName === 'typesScale' && !series.typesScale) continue
     const sc = scenario(scenarioName, size)
     for (let round = 1; round <= 2; round++) {
       try {

@@ -1,9 +1,9 @@
 /**
- * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,listEndpoint,scale,throughput,stream]
+ * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,listEndpoint,scale,typesScale,throughput,stream]
  *            [--pooler] [--profile] [--clients 32] [--duration 10] [--warm-up 300]
  *
  * Without flags: every cell scenario at 0, 1, 2, 5 and 10 ms (listEndpoint at 0, 2 and 10 only),
- * then scale, throughput, the phase profile and em.stream's memory over a million rows
+ * then scale and typesScale, throughput, the phase profile and em.stream's memory over a million rows
  * (stream-memory.ts) (about 40 minutes on a 2-core machine; the estimate is printed first). `--profile` alone
  * runs only the phase profile; `--scenario` picks cells and sections by name. `--warm-up n` sets
  * the untimed units of work each series runs before a case's first cell (300, at most 3 s a series;
@@ -26,7 +26,7 @@ import { markdown, type Results } from './report.js'
 import { measureCell, type Case, type MeasureOptions, type Run, type Subject } from './runner.js'
 import { pgbouncerBinary } from './pooler.js'
 import { measurePhases, phaseTable, type PhaseRow } from './phases.js'
-import { scaleChart } from './scale-report.js'
+import { isScale, scaleChart, TYPES_SCALE_TITLE } from './scale-report.js'
 import { measureThroughput, type ThroughputRow } from './throughput.js'
 import { measureStreamMemory, streamLine, type StreamMemoryRow } from './stream-memory.js'
 import { loadSeries, SERIES } from './series/index.js'
@@ -69,7 +69,12 @@ const QUICK: Case[] = [
   { scenario: 'bulkCreate', size: 1, zeroLatencyOnly: false },
   { scenario: 'mixedFlush', size: 10, zeroLatencyOnly: false },
 ]
-const SCALE: Case[] = [1_000, 10_000, 100_000].map((size) => ({ scenario: 'scale', size, zeroLatencyOnly: true }))
+const SCALE_SIZES = [1_000, 10_000, 100_000]
+const SCALE: Case[] = [
+  ...SCALE_SIZES.map((size): Case => ({ scenario: 'scale', size, zeroLatencyOnly: true })),
+  // The same with one column of each newer column type (types-scale.ts): Flushwave and hand-written SQL only.
+  ...SCALE_SIZES.map((size): Case => ({ scenario: 'typesScale', size, zeroLatencyOnly: true })),
+]
 // A scale run projected (from the size before) to take longer than this is skipped.
 const SCALE_CAP_MS = 20_000
 // A series whose single run of a cell took longer than this is not run for that case at higher
@@ -133,6 +138,7 @@ for (const name of seriesNames) {
 const runs: Run[] = []
 const failed = new Set<string>()
 const scaleNotes: string[] = []
+const typesScaleNotes: string[] = []
 const slowNotes: string[] = []
 const scaleSkipped = new Set<string>()
 const slowSkipped = new Set<string>()
@@ -152,15 +158,16 @@ try {
     log(progress.line(label))
     const subjects = factories
       .filter((f) => !failed.has(f.name) && !slowSkipped.has(caseKey(c, f.name)))
-      .filter((f) => c.scenario !== 'scale' || (opened.get(f.name)?.scale && !scaleSkipped.has(f.name)))
+      .filter((f) => c.scenario !== 'scale' || (opened.get(f.name)?.scale && !scaleSkipped.has(caseKey(c, f.name))))
+      .filter((f) => c.scenario !== 'typesScale' || (opened.get(f.name)?.typesScale && !scaleSkipped.has(caseKey(c, f.name))))
       .filter((f) => c.scenario !== 'listEndpoint' || opened.get(f.name)?.listEndpoint)
       .map((f) => subject(f, c.scenario === 'coldFlush'))
     const first = !warmed.has(c)
     warmed.add(c)
-    const cellOptions = c.scenario === 'scale' ? scaleOptions : first && warmUpRounds > 0 ? { ...options, warmUp: { rounds: warmUpRounds, ms: WARM_UP_MS } } : options
+    const cellOptions = isScale(c.scenario) ? scaleOptions : first && warmUpRounds > 0 ? { ...options, warmUp: { rounds: warmUpRounds, ms: WARM_UP_MS } } : options
     const cell = await measureCell(c, subjects, env.admin, env.wire, latency, cellOptions)
-    if (c.scenario === 'scale') capScale(cell.runs, c.size)
-    for (const run of cell.runs.filter((r) => r.samples === 1 && r.medianMs > SLOW_CAP_MS && c.scenario !== 'scale')) {
+    if (isScale(c.scenario)) capScale(cell.runs, c)
+    for (const run of cell.runs.filter((r) => r.samples === 1 && r.medianMs > SLOW_CAP_MS && !isScale(c.scenario))) {
       slowSkipped.add(caseKey(c, run.series))
       slowNotes.push(`${run.series}: ${label} took ${(run.medianMs / 1000).toFixed(0)} s in one run; not run for this case at higher latencies`)
     }
@@ -226,6 +233,7 @@ const results: Results = {
   unavailable,
   durationS: (Date.now() - startedAt.getTime()) / 1000,
   scaleNotes,
+  typesScaleNotes,
   slowNotes,
   throughput,
   ...(phases ? { phases } : {}),
@@ -241,6 +249,8 @@ const create1 = runs.filter((r) => r.scenario === 'bulkCreate' && r.size === 1)
 if (create1.length > 0) await writeFile(new URL(`${stem}.svg`, dir), chart(create1, 'bulkCreate ×1: 1 author, 10 books, 100 reviews, 50 tags, 50 links'))
 const scaled = runs.filter((r) => r.scenario === 'scale')
 if (scaled.length > 0) await writeFile(new URL(`${stem}-scale.svg`, dir), scaleChart(scaled))
+const typesScaled = runs.filter((r) => r.scenario === 'typesScale')
+if (typesScaled.length > 0) await writeFile(new URL(`${stem}-typesScale.svg`, dir), scaleChart(typesScaled, TYPES_SCALE_TITLE))
 if (throughput.length > 0) {
   const title = `throughput: ${throughputOptions.clients} clients, mixedFlush ×5, pool of ${THROUGHPUT_POOL}, ${THROUGHPUT_LATENCY} ms latency`
   await writeFile(new URL(`${stem}-throughput.svg`, dir), barChart(title, 'flushes per second (load + flush)', throughput.map((t) => ({ name: t.series, value: t.flushesPerSecond }))))
@@ -264,13 +274,15 @@ function subject(factory: SeriesFactory, fresh: boolean): Subject {
   }
 }
 
-/** After a scale size, skip at the next (10×) size the series projected to take over the cap there. */
-function capScale(cellRuns: readonly Run[], size: number): void {
+/** After a scale (typesScale) size, skip at the larger sizes the series projected to take over the cap at the next (10×). */
+function capScale(cellRuns: readonly Run[], c: Case): void {
+  const { size } = c
+  const larger = SCALE.filter((x) => x.scenario === c.scenario && x.size > size)
   for (const r of cellRuns) {
     const projected = r.medianMs * 10
-    if (size < 100_000 && projected > SCALE_CAP_MS && !scaleSkipped.has(r.series)) {
-      scaleSkipped.add(r.series)
-      scaleNotes.push(`${r.series}: skipped above ${size.toLocaleString('en')} rows (${(r.medianMs / 1000).toFixed(1)} s there, about ${(projected / 1000).toFixed(0)} s projected at 10×)`)
+    if (larger.length > 0 && projected > SCALE_CAP_MS && !scaleSkipped.has(caseKey(larger[0]!, r.series))) {
+      for (const x of larger) scaleSkipped.add(caseKey(x, r.series))
+      ;(c.scenario === 'scale' ? scaleNotes : typesScaleNotes).push(`${r.series}: skipped above ${size.toLocaleString('en')} rows (${(r.medianMs / 1000).toFixed(1)} s there, about ${(projected / 1000).toFixed(0)} s projected at 10×)`)
     }
   }
 }
@@ -282,9 +294,9 @@ function capScale(cellRuns: readonly Run[], size: number): void {
  */
 function estimateS(): number {
   const n = factories.length
-  const regular = cells.filter(([, c]) => c.scenario !== 'scale').length
+  const regular = cells.filter(([, c]) => !isScale(c.scenario)).length
   const scale = cells.length - regular
-  const warming = warmUpRounds > 0 ? new Set(cells.filter(([, c]) => c.scenario !== 'scale').map(([, c]) => c)).size * n * WARM_UP_MS : 0
+  const warming = warmUpRounds > 0 ? new Set(cells.filter(([, c]) => !isScale(c.scenario)).map(([, c]) => c)).size * n * WARM_UP_MS : 0
   return (regular * n * (options.budgetMs + 2_500) + scale * n * (scaleOptions.budgetMs + 6_000) + warming) / 1000 +
     (wantThroughput ? n * (throughputOptions.durationMs / 1000 + 8) : 0) + (wantStream ? 40 : 0) + (wantProfile ? 60 : 0)
 }

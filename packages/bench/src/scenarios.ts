@@ -3,6 +3,7 @@ import { graph, graphRows } from './data.js'
 import { emptyTables } from './empty-tables.js'
 import { allTables, mixedTable } from './schema.js'
 import type { ListResult, ListSeed, Series, UnitOfWork } from './series/types.js'
+import { prepareTypesScale } from './types-scale.js'
 
 /**
  * A scenario seeds what it needs through the admin connection (straight to PostgreSQL, untimed),
@@ -23,7 +24,7 @@ export interface Prepared {
 }
 
 /** coldFlush is bulkCreate on a series opened just before (the runner opens one per sample). */
-export type ScenarioName = 'bulkCreate' | 'coldFlush' | 'scale' | 'bulkUpdate' | 'mixedFlush' | 'deleteGraph' | 'cpuFlush' | 'noopFlush' | 'listEndpoint'
+export type ScenarioName = 'bulkCreate' | 'coldFlush' | 'scale' | 'typesScale' | 'bulkUpdate' | 'mixedFlush' | 'deleteGraph' | 'cpuFlush' | 'noopFlush' | 'listEndpoint'
 
 export function scenario(name: ScenarioName, size: number): Scenario {
   // listEndpoint only reads: its rows are seeded once per scenario object, i.e. once per cell.
@@ -33,6 +34,7 @@ export function scenario(name: ScenarioName, size: number): Scenario {
     bulkCreate: prepareBulkCreate,
     coldFlush: prepareBulkCreate,
     scale: prepareScale,
+    typesScale: prepareTypesScale,
     bulkUpdate: prepareBulkUpdate,
     mixedFlush: prepareMixedFlush,
     deleteGraph: prepareDeleteGraph,

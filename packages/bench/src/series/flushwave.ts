@@ -54,8 +54,38 @@ export function schemaOf(lib: Library) {
       updatedAt: t.timestamptz().defaultNow(),
     }),
     ScaleItem: entity('scale_item', { id: t.id(), name: t.text() }),
+    ...typesEntity(lib),
     ...mixed,
   })
+}
+
+/**
+ * typesScale's table (types-scale.ts), on a library that has the column types of 69aed6b: another
+ * commit's (ab.ts) may not, and then the schema leaves it out (only typesScale needs it).
+ */
+function typesEntity(lib: Library) {
+  const { entity, t } = lib
+  const make = () => ({
+    TypesItem: entity('types_item', {
+      id: t.id(),
+      rank: t.smallint(),
+      score: t.double(),
+      ratio: t.real(),
+      day: t.date(),
+      clock: t.time(),
+      seenAt: t.timestamp(),
+      span: t.interval(),
+      digest: t.bytea(),
+      code: t.varchar(20),
+      currency: t.char(3),
+      email: t.citext(),
+      host: t.inet(),
+      network: t.cidr(),
+      tags: t.array(t.text()),
+      counts: t.array(t.integer()),
+    }),
+  })
+  return typeof (t as Partial<typeof t>).smallint === 'function' ? make() : ({} as ReturnType<typeof make>)
 }
 
 export const benchSchema = schemaOf(library)
@@ -188,6 +218,13 @@ export function flushwaveUnitsOfWork(em: () => Em, close: () => Promise<void>): 
       return async () => {
         const m = em()
         for (const name of names) m.create('ScaleItem', { name })
+        await m.flush()
+      }
+    },
+    async typesScale(rows) {
+      return async () => {
+        const m = em()
+        for (const row of rows) m.create('TypesItem', row)
         await m.flush()
       }
     },

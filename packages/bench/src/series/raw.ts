@@ -1,6 +1,7 @@
 import { tcpNoDelay } from 'flushwave'
 import postgres from 'postgres'
 import type { Graph } from '../data.js'
+import { typesInserts } from '../types-scale.js'
 import { listResult, type ListSeed, type Series, type SeriesFactory, type UnitOfWork } from './types.js'
 
 /**
@@ -18,7 +19,8 @@ export function rawSeries(name: string, mode: 'pipelined' | 'sequential'): Serie
       const sql = postgres(url, { ...tcpNoDelay, max: options.poolSize ?? 1, prepare: !options.pooler, onnotice: () => {} })
       await sql`select 1` // connect now, not in the first timed unit of work
       const commit = mode === 'pipelined' ? pipelined(sql) : sequential(sql)
-      // scale's hand-written insert is the same for both: measured once, as raw-pipelined.
+      // scale's hand-written insert is the same for both: measured once, as raw-pipelined. (typesScale
+      // differs: see rawUnitsOfWork.)
       const { scale, ...units } = rawUnitsOfWork(sql, commit, mode)
       return mode === 'pipelined' && scale ? { ...units, scale } : units
     },
@@ -127,6 +129,21 @@ function rawUnitsOfWork(sql: postgres.Sql, commit: Commit, mode: 'pipelined' | '
           await tx`insert into scale_item (id, name) select * from unnest(${ids}::int8[], ${names as string[]}::text[])`
         }).then(() => undefined),
       )
+    },
+    async typesScale(rows) {
+      // pipelined, the floor: ids from nextval untimed (as in bulkCreate), then BEGIN, the unnest
+      // insert and COMMIT in one pipeline. sequential, as scale writes it: ids from nextval, then the
+      // insert, each awaited inside sql.begin. Both split above 10,000 rows (typesInserts).
+      if (mode === 'sequential') {
+        return work(() =>
+          sql.begin(async (tx) => {
+            const ids = (await tx`select nextval('types_item_id_seq')::text as id from generate_series(1, ${rows.length}::int4)`).map((r) => r.id as string)
+            for (const insert of typesInserts(tx, ids, rows)) await insert
+          }).then(() => undefined),
+        )
+      }
+      const ids = await nextIds('types_item', rows.length)
+      return work(() => commit((tx) => typesInserts(tx, ids, rows)))
     },
     async listEndpoint(seed) {
       return () => listEndpoint(sql, seed, mode)

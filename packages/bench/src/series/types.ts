@@ -1,4 +1,5 @@
 import type { Graph } from '../data.js'
+import type { TypesRow } from '../types-scale.js'
 
 /**
  * One way of writing the same unit of work (Flushwave, a peer ORM, hand-written SQL). For every
@@ -18,6 +19,11 @@ export interface Series {
    * scale_item row per name, ids from the table's sequence, in one transaction.
    */
   scale?(names: readonly string[]): Promise<UnitOfWork>
+  /**
+   * typesScale (optional, as scale): insert one types_item row per TypesRow (one column of each
+   * newer column type), ids from the table's sequence, in one transaction.
+   */
+  typesScale?(rows: readonly TypesRow[]): Promise<UnitOfWork>
   /**
    * listEndpoint (optional: the series that read with their own API; Flushwave's write-only
    * variants leave it out): what a list endpoint reads, as one timed function. See ListSeed.
