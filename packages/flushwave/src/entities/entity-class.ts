@@ -1,6 +1,7 @@
 import { inspect } from 'node:util'
 import { EntityStateError, InvalidValueError, NotLoadedError } from '../errors.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
+import { writeText } from '../schema/column-types.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
 
 /** What entity accessors need from their EntityManager's unit of work. */
@@ -169,8 +170,23 @@ export function checkMutableValues(entities: readonly HasState[]): void {
       const value = state.values[field.prop]
       if (field.ref || typeof value !== 'object' || value === null) continue
       const reason = field.type.check(value)
-      if (reason !== undefined) throw new InvalidValueError(state.meta.name, field.prop, value, `${reason} (${label(state)}: changed in place after it was assigned)`)
+      if (reason === undefined) continue
+      // As read from the database and unchanged, it will not be written: a value the schema would not
+      // take (a NULL element where elements are not nullable) must not fail every flush of its entity.
+      if (unchangedSinceRead(state, field, value)) continue
+      throw new InvalidValueError(state.meta.name, field.prop, value, `${reason} (${label(state)}: changed in place after it was assigned)`)
     }
+  }
+}
+
+/** Whether the value's text is still the snapshot's, the text it was read (or last written) as. */
+function unchangedSinceRead(state: EntityState, field: FieldMeta, value: unknown): boolean {
+  const before = state.snapshot?.[field.prop]
+  if (before === undefined || before === null) return false
+  try {
+    return writeText(field.type, value) === before
+  } catch {
+    return false
   }
 }
 

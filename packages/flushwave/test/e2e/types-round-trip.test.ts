@@ -293,6 +293,22 @@ describe.each(ALL_EXECUTORS)('every column type round-trips on %s', (executor) =
     compare('upserted, read in a new EntityManager', expected, await readAll())
   }, 120_000)
 
+  it('a value the schema would refuse, read from the database and left alone, does not fail the flushes of its entity', async () => {
+    // ints is int4[] whose elements are not nullable in the schema; another program wrote a NULL.
+    const em = db.orm.em()
+    const row = em.create('Typed', { key: 'foreign-null', ints: [1] })
+    await em.flush()
+    await db.sql.unsafe(`update typed set ints = '{1,NULL}' where key = 'foreign-null'`)
+    const em2 = db.orm.em()
+    const read = await em2.load('Typed', row.id)
+    expect(read.ints).toEqual([1, null])
+    read.code = 'other'
+    expect((await em2.flush()).updated).toEqual({ typed: 1 })
+    // Changed in place, it is checked like any value: the NULL is refused before anything is sent.
+    read.ints!.push(2)
+    await expect(em2.flush()).rejects.toThrow(/element 1 is null/)
+  })
+
   it('finds each row by the value of each column it has, and arrays by contains and overlaps', async () => {
     const em = db.orm.em()
     const rows = await em.find('Typed', {}, { orderBy: { id: 'asc' } })
