@@ -2,7 +2,7 @@ import { createTestSchema, proxyDatabase, searchPathOptions, startDatabase, star
 import type {} from 'devdb/vitest'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ConnectionLostError, createTablesSql, FlushTimeoutError, FlushwaveError, NotLoadedError, type Flushwave, type FlushResult } from '../../src/index.js'
+import { ConnectionLostError, createTablesSql, defineSchema, entity, FlushTimeoutError, FlushwaveError, NotLoadedError, t, type Flushwave, type FlushResult } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { EXECUTORS, openExecutor, type ExecutorName, type OpenedExecutor } from '../support/executors.js'
 
@@ -14,6 +14,13 @@ import { EXECUTORS, openExecutor, type ExecutorName, type OpenedExecutor } from 
  * FAULT_REPEAT (default 2) sets how many times each case runs. The suite runs once per executor.
  */
 const REPEAT = Number(process.env.FAULT_REPEAT ?? 2)
+
+/** The bookstore, and soft-deleted shelves whose slots a removal marks too (a cascade in the same pipeline). */
+const schema = defineSchema({
+  ...bookstore.defs,
+  Shelf: entity('shelf', { id: t.id(), label: t.text(), deletedAt: t.timestamptz().nullable() }, { softDelete: 'deletedAt' }),
+  Slot: entity('slot', { id: t.id(), label: t.text(), removedAt: t.timestamp().nullable(), shelf: t.manyToOne('Shelf').onDelete('cascade') }, { softDelete: 'removedAt' }),
+})
 const FLUSH_TIMEOUT = 1_500
 /** How long a passing network failure lasts. */
 const HEAL = 200
@@ -24,8 +31,8 @@ let ns: TestSchema
 /** Straight to the database, never through the proxy: what the tests believe. */
 let direct: postgres.Sql
 /** Through the proxy: what Flushwave uses, with the executor of the suite running now. */
-let executor: OpenedExecutor<typeof bookstore.defs>
-let orm: Flushwave<typeof bookstore.defs>
+let executor: OpenedExecutor<typeof schema.defs>
+let orm: Flushwave<typeof schema.defs>
 let anchorId: number
 const tally = { cases: 0, committed: 0, rolledBack: 0, unknown: 0, unknownReachable: 0, recovered: 0, retried: 0 }
 /** Outcomes seen per fault of the matrix, with what the rows said, for the log. */
@@ -36,15 +43,15 @@ beforeAll(async () => {
   proxy = await proxyDatabase(await startToxiproxy(), db, { name: 'faults' })
   ns = await createTestSchema(db.url, 'faults')
   direct = postgres(db.url, { max: 2, onnotice: () => {}, ...searchPathOptions(ns.name) })
-  for (const statement of createTablesSql(bookstore)) await direct.unsafe(statement)
+  for (const statement of createTablesSql(schema)) await direct.unsafe(statement)
   const [anchor] = await direct`insert into author (name, rating) values ('anchor', 0) returning id::int as id`
   anchorId = anchor!.id as number
 })
 
 /** The executor under test, through the proxy, as the application would set it up. */
-function open(name: ExecutorName): OpenedExecutor<typeof bookstore.defs> {
+function open(name: ExecutorName): OpenedExecutor<typeof schema.defs> {
   // A short connect_timeout (postgres.js): after a stall, a connection attempt whose answers were dropped gives up soon.
-  return openExecutor(name, proxy.url, bookstore, { max: 2, searchPath: ns.name, applicationName: APP, connectTimeout: 2, orm: { flushTimeoutMs: FLUSH_TIMEOUT } })
+  return openExecutor(name, proxy.url, schema, { max: 2, searchPath: ns.name, applicationName: APP, connectTimeout: 2, orm: { flushTimeoutMs: FLUSH_TIMEOUT } })
 }
 
 afterAll(async () => {
@@ -61,10 +68,16 @@ afterAll(async () => {
 
 let counter = 0
 
-/** A unit of work: a new author with 3 books and 6 reviews (bodies of `bodyBytes`), and a change to the anchor author. */
+/**
+ * A unit of work: a new author with 3 books and 6 reviews (bodies of `bodyBytes`), a change to the
+ * anchor author, and the soft delete of a shelf (written beforehand) with its 2 slots.
+ */
 async function unitOfWork(bodyBytes = 200, on = orm) {
   const token = `uow-${process.pid}-${++counter}`
+  const [shelf] = await direct`insert into shelf (label) values (${token}) returning id::int as id`
+  await direct`insert into slot (label, shelf_id) select ${token}, ${shelf!.id as number} from generate_series(1, 2)`
   const em = on.em()
+  em.remove(em.ref('Shelf', shelf!.id as number))
   const anchor = await em.load('Author', anchorId)
   const author = em.create('Author', { name: token })
   for (let b = 0; b < 3; b++) {
@@ -87,10 +100,12 @@ async function written(token: string): Promise<Written> {
     select (select count(*)::int from author where name = ${token}) as authors,
            (select count(*)::int from book where title like ${token + '-b%'}) as books,
            (select count(*)::int from review where body like ${token + ' %'}) as reviews,
-           (select count(*)::int from author where id = ${anchorId} and email = ${token}) as anchor`
-  const { authors, books, reviews, anchor } = row as { authors: number; books: number; reviews: number; anchor: number }
-  if (authors === 1 && books === 3 && reviews === 6 && anchor === 1) return 'all'
-  if (authors === 0 && books === 0 && reviews === 0 && anchor === 0) return 'none'
+           (select count(*)::int from author where id = ${anchorId} and email = ${token}) as anchor,
+           (select count(*)::int from shelf where label = ${token} and deleted_at is not null) as shelves,
+           (select count(*)::int from slot where label = ${token} and removed_at is not null) as slots`
+  const { authors, books, reviews, anchor, shelves, slots } = row as { authors: number; books: number; reviews: number; anchor: number; shelves: number; slots: number }
+  if (authors === 1 && books === 3 && reviews === 6 && anchor === 1 && shelves === 1 && slots === 2) return 'all'
+  if (authors === 0 && books === 0 && reviews === 0 && anchor === 0 && shelves === 0 && slots === 0) return 'none'
   return 'partial'
 }
 
