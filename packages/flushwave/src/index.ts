@@ -1,5 +1,5 @@
 export { flushwave, Flushwave, type FlushwaveOptions } from './flushwave.js'
-export { t, type Column, type Id, type IdStrategy, type ManyToMany, type ManyToOne, type OnDelete, type OneToMany, type Timestamp } from './schema/builders.js'
+export { t, type Column, type Generated, type Id, type IdStrategy, type ManyToMany, type ManyToOne, type OnDelete, type OneToMany, type Timestamp } from './schema/builders.js'
 export { defineSchema, entity, Schema, type EntityDef, type EntityOptions, type SchemaDefs } from './schema/define.js'
 export { createTablesSql, dropTablesSql } from './catalog/ddl.js'
 export { readCatalog, type CatalogQuery, type CatalogTable } from './catalog/pull-read.js'

@@ -11,6 +11,8 @@ export interface ExpectedColumn {
   readonly sequence: boolean
   /** The n of a varchar(n) or char(n) column. */
   readonly length?: number | undefined
+  /** Filled by the server: `.serverDefault()` needs a DEFAULT, `.generated()` a stored generated column. */
+  readonly server?: 'default' | 'generated' | undefined
 }
 
 /** A foreign key the schema expects, from `table`.`column` to `target`'s primary key. */
@@ -25,14 +27,16 @@ export interface ExpectedForeignKey {
 /**
  * One row per expected column, in order: whether the table and column exist, the column's type and
  * the expected type as the server names them (to_regtype: null when that type does not exist, e.g.
- * a missing enum), NOT NULL, whether it has an identity or owned sequence, and its type modifier. Tables resolve
+ * a missing enum), NOT NULL, whether it has an identity or owned sequence, its type modifier, whether
+ * it has a default (or a generation expression), and how it is generated ('s': stored). Tables resolve
  * through the search path, as the flushes' own statements do.
  */
 export function renderColumnCatalog(columns: readonly ExpectedColumn[]): Statement {
   return {
     text:
       'select to_regclass(x.tbl) is not null, a.attnum is not null, a.atttypid::regtype::text, to_regtype(x.typ)::text, a.attnotnull, ' +
-      "case when a.attnum is not null then a.attidentity <> '' or pg_get_serial_sequence(x.tbl, x.col) is not null end, a.atttypmod " +
+      "case when a.attnum is not null then a.attidentity <> '' or pg_get_serial_sequence(x.tbl, x.col) is not null end, a.atttypmod, " +
+      'a.atthasdef, a.attgenerated::text ' +
       'from unnest($1::text[], $2::text[], $3::text[]) with ordinality as x(tbl, col, typ, i) ' +
       'left join pg_attribute a on a.attrelid = to_regclass(x.tbl) and a.attname = x.col and a.attnum > 0 and not a.attisdropped ' +
       'order by x.i',

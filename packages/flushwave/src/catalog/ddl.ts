@@ -74,6 +74,8 @@ function idColumn(meta: EntityMeta): string {
 function fieldColumn(f: FieldMeta, withReference: boolean): string {
   let sql = `${f.quoted} ${declaredType(f.type)}${f.nullable ? '' : ' not null'}`
   if (f.default?.sql) sql += ` default ${f.default.sql}`
+  if (f.serverDefault?.sql) sql += ` default ${f.serverDefault.sql}`
+  if (f.generated) sql += ` generated always as (${f.generated.sql}) stored`
   if (f.unique) sql += ' unique'
   if (withReference) sql += references(f)
   return sql

@@ -2,7 +2,7 @@ import { EntityStateError, InvalidValueError } from '../errors.js'
 import { writeText } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { addIncrement, counterOf } from './counters.js'
-import { changeableInPlace, checkValue, makeEntity, notAssignable, writable, type CollectionFactory } from './entity-class.js'
+import { changeableInPlace, checkValue, GENERATED, makeEntity, notAssignable, writable, type CollectionFactory } from './entity-class.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
 import { isChanged, pinDates } from './dirty.js'
 import { IdentityMap } from './identity-map.js'
@@ -40,7 +40,7 @@ export class UnitOfWork implements CollectionFactory {
     const entity = makeEntity(state)
     const known = meta.creatable
     for (const prop in data) {
-      if (!known.has(prop)) throw new InvalidValueError(meta.name, prop, data[prop], 'is not a property that create() accepts')
+      if (!known.has(prop)) throw new InvalidValueError(meta.name, prop, data[prop], meta.fieldByProp.get(prop)?.generated ? GENERATED : 'is not a property that create() accepts')
     }
     if (meta.id.strategy !== 'sequence') {
       const id = data[meta.id.prop] ?? (meta.id.strategy === 'uuid' ? uuidv7() : undefined)
@@ -67,6 +67,8 @@ export class UnitOfWork implements CollectionFactory {
         state.values[field.prop] = Date.now()
         continue
       } else if (field.default) value = field.default.make()
+      // Left unset: the INSERT omits it and reads the server's value back (checked only for fields not given).
+      else if (field.serverDefault !== undefined || field.generated !== undefined) continue
       else if (field.nullable) value = null
       else if (field.ref?.deferrable) continue // checked at COMMIT: set it any time before the flush
       else throw new InvalidValueError(meta.name, field.prop, data[field.prop], 'is required')
@@ -282,6 +284,7 @@ export class UnitOfWork implements CollectionFactory {
       const field = meta.fieldByProp.get(prop)
       if (field === undefined) throw new InvalidValueError(meta.name, prop, data[prop], notAssignable(meta, prop))
       if (field.version) throw new InvalidValueError(meta.name, prop, data[prop], 'is the optimistic-lock version: flushes advance it')
+      if (field.generated) throw new InvalidValueError(meta.name, prop, data[prop], GENERATED)
       checkValue(state, field, data[prop])
     }
     // Through the setters: change tracking, references and a transaction's journal as for any assignment.

@@ -29,6 +29,8 @@ export interface ChangeSet {
   readonly counted: ReadonlyMap<HasState, ReadonlyMap<FieldMeta, unknown>>
   /** The inserted entities that are upserts (`em.upsert`): they take their row's id after commit. */
   readonly upserted: readonly HasState[]
+  /** Inserted entities (not upserts) whose INSERT omits columns: they take the server's values after commit. */
+  readonly serverFilled: readonly HasState[]
 }
 
 /** New sequence-id entities among `entities`: they need ids from the pool before the changes can be computed. */
@@ -58,7 +60,8 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
     return id
   }
   const fieldText = (state: EntityState, field: FieldMeta, value: unknown): Text => {
-    if (value === null) return null
+    // undefined: a column left to the server, whose value (say, in a unique key) is not known yet.
+    if (value === null || value === undefined) return null
     if (!field.ref) return writeText(field.type, value)
     const target = (value as HasState)[STATE]
     if (target.status === 'removed' || target.status === 'detached') {
@@ -82,9 +85,12 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const collections: ManyToManyCollection[] = []
   const counted = new Map<HasState, ReadonlyMap<FieldMeta, unknown>>()
   const upserted: HasState[] = []
+  const serverFilled: HasState[] = []
 
   // The new rows' table, looked up once per run of candidates of one type (they mostly come so).
   let table: NewRows | undefined
+  // Tables with server-filled columns: their new rows by the set of those they leave unset.
+  let grouped: Map<EntityMeta, Map<number, NewRows>> | undefined
   // Indexed loops over entities here and in the flush's other per-entity passes: for-of over these
   // arrays allocated an iterator result per entity (docs/design-notes.md, "Indexed loops on
   // per-entity paths").
@@ -112,9 +118,11 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       const upsert = state.upsert
       let columns: Text[][] | undefined
       let values: Text[] | undefined
+      let omit: number[] | undefined
       if (upsert !== undefined) values = new Array<Text>(fields.length)
       else {
-        if (table?.entity !== meta) {
+        if (meta.serverValued.length > 0) table = serverGroup((grouped ??= new Map()), state)
+        else if (table?.entity !== meta) {
           table = inserts.get(meta)
           if (!table) inserts.set(meta, (table = newRows(meta)))
         }
@@ -123,16 +131,26 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       for (let i = 0; i < fields.length; i++) {
         const field = fields[i]!
         const value = state.values[field.prop]
-        if (value === undefined) throw new EntityStateError(`${label(state)}.${field.prop} is required: set it before flushing`)
+        if (value === undefined) {
+          // Left to the server: its table's group omits the column (serverGroup), an upsert its own.
+          if (field.serverDefault !== undefined || field.generated !== undefined) {
+            if (values) (omit ??= []).push(i)
+            continue
+          }
+          throw new EntityStateError(`${label(state)}.${field.prop} is required: set it before flushing`)
+        }
         const text = fieldText(state, field, value)
         snapshot[field.prop] = field.ref ? value : text
         if (columns) columns[i]!.push(text)
         else values![i] = text
       }
       const id = idText(state, entity)
-      if (upsert === undefined) table!.ids.push(id)
-      else {
-        upserts.push({ entity: meta, id, values: values!, upsert: { key: upsert.key, update: meta.fields.filter((f) => upsert.update.has(f)) } })
+      if (upsert === undefined) {
+        table!.ids.push(id)
+        if (table!.omit !== undefined) serverFilled.push(entity)
+      } else {
+        const spec = { key: upsert.key, update: meta.fields.filter((f) => upsert.update.has(f)) }
+        upserts.push(omit ? { entity: meta, id, values: values!, upsert: spec, omit } : { entity: meta, id, values: values!, upsert: spec })
         upserted.push(entity)
       }
       inserted.push(entity)
@@ -142,7 +160,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       const fields = meta.fields
       for (let i = 0; i < fields.length; i++) {
         const field = fields[i]!
-        if (!isChanged(state, field)) continue
+        if (!isChanged(state, field) || field.generated !== undefined) continue // a generated JSON value changed in place is not written
         const value = state.values[field.prop]
         const text = fieldText(state, field, value)
         changed.set(i, text)
@@ -190,7 +208,34 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
   const replaced = deletes.length > 0 && inserted.length + written.size > 0 ? replacedKeys(deleted, [...inserted, ...written.keys()], fieldText, idText) : undefined
   const ordered = replaced === undefined ? deletes : deletes.map((d, i) => (replaced.has(deleted[i]!) ? { ...d, first: true as const } : d))
   const nulled = deleted.length > 0 ? cascadeInMemory(map, deleted) : []
-  return { changes: { inserts: [...inserts.values()], upserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, insertedSnapshots, deleted, nulled, collections, counted, upserted }
+  const newRowSets = grouped === undefined ? [...inserts.values()] : [...inserts.values(), ...inGroupOrder(grouped)]
+  return { changes: { inserts: newRowSets, upserts, updates, deletes: ordered, linkAdds, linkRemoves }, written, inserted, insertedSnapshots, deleted, nulled, collections, counted, upserted, serverFilled }
+}
+
+/**
+ * The new rows of the state's table that leave the same server-filled columns unset (a bit each,
+ * in `serverValued` order; generated ones always are): they share an INSERT that omits them.
+ */
+function serverGroup(grouped: Map<EntityMeta, Map<number, NewRows>>, state: EntityState): NewRows {
+  const meta = state.meta
+  const server = meta.serverValued
+  let mask = 0
+  for (let j = 0; j < server.length; j++) if (state.values[meta.fields[server[j]!]!.prop] === undefined) mask += 2 ** j
+  let byMask = grouped.get(meta)
+  if (!byMask) grouped.set(meta, (byMask = new Map()))
+  let rows = byMask.get(mask)
+  if (!rows) {
+    const omit = server.filter((_, j) => Math.floor(mask / 2 ** j) % 2 === 1)
+    byMask.set(mask, (rows = newRows(meta, omit.length > 0 ? omit : undefined)))
+  }
+  return rows
+}
+
+/** Each table's groups by their sets of omitted columns, whatever order the rows came in. */
+function inGroupOrder(grouped: ReadonlyMap<EntityMeta, ReadonlyMap<number, NewRows>>): NewRows[] {
+  const out: NewRows[] = []
+  for (const byMask of grouped.values()) for (const mask of [...byMask.keys()].sort((a, b) => a - b)) out.push(byMask.get(mask)!)
+  return out
 }
 
 /** The ids a removed row referred to through its self-references, as read (null when not read). */

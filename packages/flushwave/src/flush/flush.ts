@@ -15,7 +15,7 @@ import { serverCountsRows } from '../sql/returning.js'
 import { computeChanges, needingIds, type ChangeSet } from './change-set.js'
 import { keepShapes } from './kept-shapes.js'
 import { PhaseClock, type FlushPhases } from './phases.js'
-import { followCascades, readBack, settleUpserts } from './read-back.js'
+import { followCascades, readBack, readServerValues, regenerated, settleUpserts } from './read-back.js'
 import { tableCounts } from './table-counts.js'
 
 /** Ops that change rows in place: their counts are `updated`, whatever else they are part of. */
@@ -137,6 +137,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   record(ctx.uow, set, assigned)
   const returned = outcome.returned ?? new Map<Op, readonly (readonly unknown[])[]>()
   if (set.counted.size > 0) readBack(ctx.uow, set.counted, returned)
+  if (set.serverFilled.length > 0) readServerValues(ctx.uow, set.serverFilled, returned)
   if (returned.size > 0) followCascades(ctx.uow, returned)
   settleUpserts(ctx.uow, ctx.ids, set, assigned, returned)
   // Ids, statuses and values changed past the identity map's own methods: em.upsert's key indexes start over.
@@ -210,7 +211,11 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
     state.status = 'managed'
     wrote(state, set.insertedSnapshots[i]!)
   }
-  for (const [entity, written] of set.written) wrote(entity[STATE], written)
+  for (const [entity, written] of set.written) {
+    const state = entity[STATE]
+    wrote(state, written)
+    if (state.meta.generated.length > 0) regenerated(state)
+  }
   for (const entity of set.deleted) {
     entity[STATE].status = 'detached'
     uow.map.delete(entity)
@@ -234,7 +239,7 @@ function wrote(state: EntityState, written: Record<string, unknown>): void {
 /** Rows inserted per table, for the id pool's demand. */
 function insertedPerTable(inserts: readonly NewRows[]): Map<EntityMeta, number> {
   const out = new Map<EntityMeta, number>()
-  for (const rows of inserts) out.set(rows.entity, rows.ids.length)
+  for (const rows of inserts) out.set(rows.entity, (out.get(rows.entity) ?? 0) + rows.ids.length)
   return out
 }
 

@@ -2,10 +2,10 @@ import type { IdPool } from '../ids/id-pool.js'
 import type { Op } from '../plan/ops.js'
 import { writeText } from '../schema/column-types.js'
 import type { FieldMeta } from '../schema/meta.js'
-import { returnedCounter, returnedId, returnedVersion, upsertedRow, upsertedValue } from '../sql/returning.js'
+import { returnedCounter, returnedId, returnedOmitted, returnedVersion, upsertedRow, upsertedValue } from '../sql/returning.js'
 import { forgetCounters } from '../entities/counters.js'
 import { isChanged } from '../entities/dirty.js'
-import { STATE, type HasState } from '../entities/entity-state.js'
+import { STATE, type EntityState, type HasState } from '../entities/entity-state.js'
 import type { UnitOfWork } from '../entities/unit-of-work.js'
 import type { ChangeSet } from './change-set.js'
 
@@ -49,6 +49,56 @@ export function readBack(uow: UnitOfWork, counted: ChangeSet['counted'], returne
     }
   }
   for (const [entity, deltas] of counted) if (!done.has(entity)) forgetCounters(entity, deltas.keys())
+}
+
+/**
+ * New entities take the values of the columns their INSERT left to the server (InsertOp.omit), as
+ * it returned them, into their values and snapshot: a later flush does not write them again. A
+ * value assigned while the flush was in flight stays, to be written by the next one. Without the
+ * rows (a commit recovered after a lost connection) the entity becomes a stub: a load fills them in.
+ */
+export function readServerValues(uow: UnitOfWork, entities: readonly HasState[], returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
+  if (entities.length === 0) return
+  let read = 0
+  for (const [op, rows] of returned) {
+    if (op.kind !== 'insert' || op.omit === undefined || op.upsert !== undefined) continue
+    const meta = op.entity
+    const omit = op.omit
+    for (let r = 0; r < rows.length; r++) {
+      const row = rows[r]!
+      const entity = uow.map.get(meta, meta.id.type.fromDb(returnedId(row)))
+      if (entity === undefined) continue
+      const state = entity[STATE]
+      const snapshot = (state.snapshot ??= {})
+      for (let k = 0; k < omit.length; k++) {
+        const field = meta.fields[omit[k]!]!
+        const raw = returnedOmitted(row, k)
+        // A time stays a number until user code reads it (see ColumnType.timeFromDb).
+        const value = raw === null || raw === undefined ? null : field.type.timeFromDb ? field.type.timeFromDb(raw) : field.type.fromDb(raw)
+        snapshot[field.prop] = value === null ? null : writeText(field.type, value)
+        if (!(field.prop in state.values)) state.values[field.prop] = value
+      }
+      read++
+    }
+  }
+  if (read === entities.length) return
+  for (const entity of entities) {
+    const state = entity[STATE]
+    if (state.status === 'managed' && state.meta.serverValued.some((i) => !(state.meta.fields[i]!.prop in state.values))) state.status = 'stub'
+  }
+}
+
+/**
+ * An updated row's generated columns may have changed with their inputs, and the UPDATE does not
+ * return them: the entity forgets them and becomes a stub, so that reading one says to load it, and
+ * a load fills them in (and only them: see UnitOfWork.hydrate).
+ */
+export function regenerated(state: EntityState): void {
+  for (const field of state.meta.generated) {
+    delete state.values[field.prop]
+    if (state.snapshot) delete state.snapshot[field.prop]
+  }
+  if (state.status === 'managed') state.status = 'stub'
 }
 
 /**

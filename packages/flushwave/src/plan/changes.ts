@@ -5,7 +5,10 @@ import type { EntityMeta, FieldMeta, ManyToManyMeta } from '../schema/meta.js'
  * id known. This is the planner's whole input: it needs no entity objects and does no I/O.
  */
 export interface Changes {
-  /** New rows, column-wise, one entry per table. */
+  /**
+   * New rows, column-wise: one entry per table, or per table and set of server-filled columns its
+   * rows leave unset (`omit`), in a deterministic order within each table.
+   */
   readonly inserts: readonly NewRows[]
   /** Rows of `em.upsert`, one object each: their statements group by key and updated fields. */
   readonly upserts: readonly RowUpsert[]
@@ -26,14 +29,19 @@ export type Text = string | null
 export interface NewRows {
   readonly entity: EntityMeta
   readonly ids: string[]
-  /** One array per `entity.fields`, each with one value per row. */
+  /** One array per `entity.fields`, each with one value per row (empty for the omitted ones). */
   readonly columns: Text[][]
+  /**
+   * Indexes in `entity.fields` of the columns these rows leave to the server (`.serverDefault()`
+   * unset, `.generated()`), ascending: the INSERT omits them and returns their values.
+   */
+  readonly omit?: readonly number[]
 }
 
-export function newRows(entity: EntityMeta): NewRows {
+export function newRows(entity: EntityMeta, omit?: readonly number[]): NewRows {
   const columns: Text[][] = []
   for (let i = 0; i < entity.fields.length; i++) columns.push([])
-  return { entity, ids: [], columns }
+  return omit === undefined ? { entity, ids: [], columns } : { entity, ids: [], columns, omit }
 }
 
 /** Rows given one by one (tests, warm-up) as column-wise inserts, one entry per table in first-seen order. */
@@ -56,6 +64,8 @@ export interface RowUpsert {
   readonly values: readonly Text[]
   /** On a conflict over `key`, the existing row gets `update` instead (see em.upsert). */
   readonly upsert: UpsertSpec
+  /** As NewRows.omit: the columns left to the server (their `values` are null). */
+  readonly omit?: readonly number[]
 }
 
 export interface UpsertSpec {

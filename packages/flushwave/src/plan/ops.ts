@@ -41,6 +41,11 @@ export interface InsertOp {
   readonly columns: readonly (readonly Text[])[]
   /** Upserts (one key and one set of updated fields per op): the statement returns every row. */
   readonly upsert?: UpsertSpec
+  /**
+   * Indexes in `entity.fields` of columns left to the server (their `columns` arrays are empty for
+   * inserts): the statement leaves them out and returns each row's id and their values.
+   */
+  readonly omit?: readonly number[]
 }
 
 export interface UpdateOp {

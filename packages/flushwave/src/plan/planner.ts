@@ -5,6 +5,7 @@ import { cascade, purgeOps } from './cascade.js'
 import { softCascade, softDeleted } from './soft-delete.js'
 import { chunk, DEFAULT_MAX_ROWS } from './chunk.js'
 import { addTo } from './groups.js'
+import { referencedFirst } from './insert-groups.js'
 import type { DeleteOp, InsertOp, LinkInsertOp, LockOp, Op, RowSet, UpdateOp } from './ops.js'
 import type { Plan, Preparation } from './plan.js'
 
@@ -32,7 +33,12 @@ export function planFlush(
 ): Plan {
   const ops: Op[] = []
   const inserts = new Map<EntityMeta, NewRows>()
-  for (const rows of changes.inserts) inserts.set(rows.entity, rows)
+  // A table's second and later groups of new rows (see NewRows.omit): only tables with server-filled columns have them.
+  let more: Map<EntityMeta, NewRows[]> | undefined
+  for (const rows of changes.inserts) {
+    if (!inserts.has(rows.entity)) inserts.set(rows.entity, rows)
+    else addTo((more ??= new Map()), rows.entity, rows)
+  }
   const upserts = byEntity(changes.upserts)
   const updates = byEntity(changes.updates)
   const deletes = new Map<EntityMeta, RowDelete[]>()
@@ -41,7 +47,7 @@ export function planFlush(
   const order = schema.insertOrder
   const links = schema.links
   if (replaced.size > 0) ops.push(...deleting(replaced, schema, maxRows))
-  const newIds = newIdsOf(inserts)
+  const newIds = newIdsOf(inserts, more)
   const fixUps: Op[] = []
   for (const entity of order) {
     // Upserts first, one op per key and set of updated fields: a row created in the same flush with
@@ -49,12 +55,10 @@ export function planFlush(
     const upserting = upserts.get(entity)
     if (upserting) for (const group of upsertGroups(upserting)) ops.push(upsertOp(entity, group))
     const rows = inserts.get(entity)
-    if (rows && rows.ids.length > 0) {
-      const { now, later } = breakCycles(entity, entity.fixUps, rows, newIds)
-      const { ids, columns } = rows.ids.length > maxRows ? parentsFirst(entity, now) : now
-      ops.push({ kind: 'insert', entity, ids, columns })
-      if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined, increments: undefined })
-    }
+    if (rows === undefined) continue
+    const groups = more?.get(entity)
+    if (groups === undefined) insertOps(entity, rows, newIds, maxRows, ops, fixUps)
+    else for (const group of referencedFirst(entity, [rows, ...groups])) insertOps(entity, group, newIds, maxRows, ops, fixUps)
   }
   ops.push(...fixUps)
   const linkAdds = byLink(changes.linkAdds)
@@ -89,6 +93,15 @@ export function planFlush(
   return Object.freeze({ waves, preparation })
 }
 
+/** The INSERT of a group of new rows, and the updates that set their cycle-breaking references later. */
+function insertOps(entity: EntityMeta, rows: NewRows, newIds: NewIds, maxRows: number, ops: Op[], fixUps: Op[]): void {
+  if (rows.ids.length === 0) return
+  const { now, later } = breakCycles(entity, entity.fixUps, rows, newIds)
+  const { ids, columns } = rows.ids.length > maxRows ? parentsFirst(entity, now) : now
+  ops.push(rows.omit === undefined ? { kind: 'insert', entity, ids, columns } : { kind: 'insert', entity, ids, columns, omit: rows.omit })
+  if (later.length > 0) fixUps.push({ ...updateOp(entity, later), versions: undefined, increments: undefined })
+}
+
 /**
  * Deletes rows, per table children first: cycle references of every doomed row cleared, then each
  * table's cascades, its links, its rows.
@@ -120,7 +133,7 @@ function breakCycles(
   entity: EntityMeta,
   fields: readonly FixUp[],
   rows: NewRows,
-  newIds: { get(entity: EntityMeta): ReadonlySet<string> | undefined },
+  newIds: NewIds,
 ): { now: NewRows; later: RowUpdate[] } {
   if (fields.length === 0) return { now: rows, later: [] }
   const later: RowUpdate[] = []
@@ -168,7 +181,8 @@ function parentsFirst(entity: EntityMeta, rows: NewRows): NewRows {
   for (let i = 0; i < count; i++) if (waiting[i] === 0) order.push(i)
   for (let k = 0; k < order.length; k++) for (const child of children.get(order[k]!) ?? []) if (--waiting[child]! === 0) order.push(child)
   if (order.length < count) for (let i = 0; i < count; i++) if (waiting[i]! > 0) order.push(i)
-  return { entity, ids: order.map((i) => rows.ids[i]!), columns: rows.columns.map((column) => order.map((i) => column[i]!)) }
+  // An omitted column (NewRows.omit) has no values to reorder.
+  return { ...rows, ids: order.map((i) => rows.ids[i]!), columns: rows.columns.map((column) => (column.length === 0 ? column : order.map((i) => column[i]!))) }
 }
 
 /**
@@ -203,7 +217,7 @@ function upsertGroups(rows: readonly RowUpsert[]): RowUpsert[][] {
   const groups = new Map<string, RowUpsert[]>()
   for (const row of rows) {
     const spec = row.upsert
-    const signature = `${spec.key === 'id' ? 'id' : spec.key.map((f) => f.prop).join(',')}|${spec.update.map((f) => f.prop).join(',')}`
+    const signature = `${spec.key === 'id' ? 'id' : spec.key.map((f) => f.prop).join(',')}|${spec.update.map((f) => f.prop).join(',')}|${row.omit?.join(',') ?? ''}`
     addTo(groups, signature, row)
   }
   return [...groups.values()]
@@ -216,6 +230,7 @@ function upsertOp(entity: EntityMeta, rows: readonly RowUpsert[]): InsertOp {
     ids: rows.map((r) => r.id),
     columns: entity.fields.map((_, i) => rows.map((r) => r.values[i] ?? null)),
     upsert: rows[0]!.upsert,
+    ...(rows[0]!.omit && { omit: rows[0]!.omit }),
   }
 }
 
@@ -318,16 +333,23 @@ function unique(changes: readonly LinkChange[]): LinkChange[] {
  * The ids each table inserts, as sets, made on first use: only cycle-breaking references
  * (`fixUp`) ask, and a flush of thousands of rows should not build sets nothing reads.
  */
-function newIdsOf(inserts: ReadonlyMap<EntityMeta, NewRows>): { get(entity: EntityMeta): ReadonlySet<string> | undefined } {
+function newIdsOf(inserts: ReadonlyMap<EntityMeta, NewRows>, more: ReadonlyMap<EntityMeta, readonly NewRows[]> | undefined): NewIds {
   const made = new Map<EntityMeta, ReadonlySet<string>>()
   return {
     get(entity) {
       let ids = made.get(entity)
       const rows = inserts.get(entity)
-      if (ids === undefined && rows !== undefined) made.set(entity, (ids = new Set(rows.ids)))
+      if (ids === undefined && rows !== undefined) {
+        made.set(entity, (ids = new Set(rows.ids)))
+        for (const group of more?.get(entity) ?? []) for (const id of group.ids) (ids as Set<string>).add(id)
+      }
       return ids
     },
   }
+}
+
+interface NewIds {
+  get(entity: EntityMeta): ReadonlySet<string> | undefined
 }
 
 function byLink(changes: readonly LinkChange[]): Map<ManyToManyMeta, LinkChange[]> {

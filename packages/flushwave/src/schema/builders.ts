@@ -1,5 +1,6 @@
 import * as types from './column-types.js'
 import { declaredType, type ColumnType, type CustomTypeSpec } from './column-types.js'
+import { compareDecimals, decimalParts } from './decimals.js'
 import { quoteIdent } from './quote.js'
 import type { ArrayOps, EqualityOps, JsonOps, OrderedOps, TextOps } from './operators.js'
 
@@ -33,6 +34,20 @@ export interface ColumnSpec {
   readonly version: boolean
   /** Validation rules, checked before every flush that writes the field: a message when broken. */
   readonly rules: readonly Rule[]
+  /** `.serverDefault(sql)`: the database fills the column when `create` leaves it unset (read back by the INSERT). */
+  readonly serverDefault: ServerDefaultSpec | undefined
+  /** `.generated(sql)`: `generated always as (sql) stored`, never written, read back after every write. */
+  readonly generated: GeneratedSpec | undefined
+}
+
+export interface ServerDefaultSpec {
+  /** The DEFAULT clause for emitted DDL (`now()`), when given. */
+  readonly sql: string | undefined
+}
+
+export interface GeneratedSpec {
+  /** The expression of `generated always as (…) stored`. */
+  readonly sql: string
 }
 
 /** A validation rule: undefined when the value is fine, else what is wrong with it. */
@@ -94,6 +109,7 @@ export class Column<T, N extends boolean = false, D extends boolean = false, C e
 
   /** A client-side default: applied by `em.create`, and written into emitted DDL when it is a literal. */
   default(value: T | (() => T)): Column<T, N, true, C, O> {
+    serverValued(this.spec, '.default()')
     // An object default (a JSON document, a Date) is copied for each entity: sharing one would let
     // a change made in place to one entity's value show in every other's.
     const make = typeof value === 'function' ? (value as () => T) : typeof value === 'object' && value !== null ? () => structuredClone(value) : () => value
@@ -103,6 +119,29 @@ export class Column<T, N extends boolean = false, D extends boolean = false, C e
 
   unique(): Column<T, N, D, C, O> {
     return new Column({ ...this.spec, unique: true })
+  }
+
+  /**
+   * The database has a default for the column (`sql`, e.g. `'now()'`, is what createTablesSql
+   * writes): `create` may leave it unset, the INSERT then omits it and reads the row's value back
+   * in the same pipeline. Reading it before the flush throws.
+   */
+  serverDefault(sql?: string): Column<T, N, true, C, O> {
+    serverValued(this.spec, '.serverDefault()')
+    if (this.spec.default !== undefined) throw new TypeError('.serverDefault() on a column with a .default(): choose one')
+    if (sql !== undefined && (typeof sql !== 'string' || sql.trim() === '')) throw new TypeError(`.serverDefault() takes an SQL expression, got ${JSON.stringify(sql)}`)
+    return new Column({ ...this.spec, serverDefault: { sql } })
+  }
+
+  /**
+   * A stored generated column, `generated always as (sql) stored`: never written by Flushwave,
+   * read back by every INSERT and UPDATE of its row; `create` and assignments refuse it.
+   */
+  generated(sql: string): Generated<T, N, O> {
+    serverValued(this.spec, '.generated()')
+    if (this.spec.default !== undefined) throw new TypeError('.generated() on a column with a .default(): a generated column has no default')
+    if (typeof sql !== 'string' || sql.trim() === '') throw new TypeError(`.generated() takes an SQL expression, got ${JSON.stringify(sql)}`)
+    return new Generated({ ...this.spec, generated: { sql } })
   }
 
   /** Database column name, when it is not the snake_case of the property. */
@@ -142,12 +181,34 @@ export class Column<T, N extends boolean = false, D extends boolean = false, C e
   }
 }
 
+/** A generated column (see Column.generated): read-only in the entity type, and not a property of `create`. */
+export class Generated<T, N extends boolean = false, O = unknown> extends Column<T, N, true, false, O> {
+  declare readonly _generated: true
+  override nullable(): Generated<T, true, O> {
+    return new Generated({ ...this.spec, nullable: true })
+  }
+  override column(name: string): Generated<T, N, O> {
+    return new Generated({ ...this.spec, column: name })
+  }
+  override unique(): Generated<T, N, O> {
+    return new Generated({ ...this.spec, unique: true })
+  }
+}
+
+/** A column is server-valued once at most, and never the version. */
+function serverValued(spec: ColumnSpec, modifier: string): void {
+  if (spec.version) throw new TypeError(`t.version() cannot take ${modifier}: flushes write the version`)
+  if (spec.serverDefault) throw new TypeError(`${modifier} on a column with a .serverDefault(): choose one`)
+  if (spec.generated) throw new TypeError(`${modifier} on a .generated() column: it has no other value`)
+}
+
 export class Timestamp<N extends boolean = false, D extends boolean = false> extends Column<Date, N, D> {
   /**
    * Defaults to the client's clock at create time, and to `now()` in emitted DDL (for a timestamp
    * without time zone, now in UTC: its Date's UTC fields are the stored wall clock).
    */
   defaultNow(): Column<Date, N, true> {
+    serverValued(this.spec, '.defaultNow()')
     const sql = this.spec.type.sqlType === 'timestamp' ? "(now() at time zone 'utc')" : 'now()'
     return new Column({ ...this.spec, default: { make: () => new Date(), sql, clock: true } })
   }
@@ -216,33 +277,9 @@ function column<T, C extends boolean = false, O = unknown>(type: ColumnType<T>, 
     enumValues,
     version: false,
     rules: [],
+    serverDefault: undefined,
+    generated: undefined,
   })
-}
-
-/** A decimal as sign × 0.digits × 10^point, digits without leading or trailing zeros ('' for zero). */
-interface DecimalParts {
-  readonly sign: -1 | 0 | 1
-  readonly digits: string
-  readonly point: number
-}
-
-/** Parses `-12.5e3` (and what String() makes of a number or a bigint); undefined when it is not a decimal. */
-function decimalParts(text: string): DecimalParts | undefined {
-  const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text)
-  if (!m || (m[2] ?? '') + (m[3] ?? '') === '') return undefined
-  const all = (m[2] ?? '') + (m[3] ?? '')
-  const lead = all.search(/[1-9]/)
-  if (lead < 0) return { sign: 0, digits: '', point: 0 }
-  const digits = all.slice(lead).replace(/0+$/, '')
-  return { sign: m[1] === '-' ? -1 : 1, digits, point: (m[2] ?? '').length + Number(m[4] ?? 0) - lead }
-}
-
-function compareDecimals(a: DecimalParts, b: DecimalParts): number {
-  if (a.sign !== b.sign) return a.sign - b.sign
-  if (a.sign === 0) return 0
-  const length = Math.max(a.digits.length, b.digits.length)
-  const magnitude = a.point !== b.point ? a.point - b.point : a.digits.padEnd(length, '0') < b.digits.padEnd(length, '0') ? -1 : a.digits === b.digits ? 0 : 1
-  return a.sign * Math.sign(magnitude)
 }
 
 function literal<T>(type: ColumnType<T>, value: T): string | undefined {
@@ -268,6 +305,7 @@ const KEY_TYPES: Readonly<Record<IdStrategy, readonly string[]>> = {
 function idType(column: Column<unknown, boolean, boolean, boolean, unknown> | undefined, strategy: IdStrategy): ColumnType<unknown> | undefined {
   if (column === undefined) return undefined
   const { type, nullable } = column.spec
+  if (column.spec.serverDefault || column.spec.generated) throw new TypeError(`${strategy === 'sequence' ? 't.id()' : 't.providedId()'} takes a plain column type: an id has no .serverDefault() or .generated()`)
   if (nullable || !KEY_TYPES[strategy].includes(type.sqlType)) {
     throw new TypeError(`${strategy === 'sequence' ? 't.id()' : 't.providedId()'} takes ${KEY_TYPES[strategy].join(', ')} (not nullable), not ${declaredType(type)}${nullable ? ' nullable' : ''}`)
   }

@@ -148,7 +148,7 @@ function softDeleteField(d: Draft, def: EntityDef): FieldMeta | undefined {
   if (def.softDelete === undefined) return undefined
   const field = d.fieldByProp.get(def.softDelete)
   const time = field && !field.ref && (field.type.sqlType === 'timestamptz' || field.type.sqlType === 'timestamp')
-  if (!field || !time || !field.nullable || field.version) {
+  if (!field || !time || !field.nullable || field.version || field.generated) {
     throw new SchemaError(`${d.meta.name}: softDelete names ${JSON.stringify(def.softDelete)}, which must be a nullable t.timestamptz() or t.timestamp() property of ${d.meta.name}`)
   }
   return field
@@ -210,6 +210,8 @@ function draft(name: string, def: EntityDef): Draft {
     selfReferences: [],
     treeFields: [],
     mutableFields: [],
+    serverValued: [],
+    generated: [],
     creatable: new Set(),
     referrers: [],
     linkSides: [],
@@ -233,6 +235,8 @@ function columnField(prop: string, spec: ColumnSpec): FieldMeta {
     ref: undefined,
     version: spec.version,
     rules: spec.rules,
+    serverDefault: spec.serverDefault,
+    generated: spec.generated,
   }
 }
 
@@ -250,6 +254,8 @@ function referenceField(prop: string, spec: ManyToOneSpec, target: EntityMeta): 
     ref: { target, onDelete: spec.onDelete, deferrable: spec.deferrable, fixUp: false },
     version: false,
     rules: [],
+    serverDefault: undefined,
+    generated: undefined,
   }
 }
 

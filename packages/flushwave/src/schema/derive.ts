@@ -33,7 +33,9 @@ export function deriveFacts(order: readonly EntityMeta[]): Omit<SchemaFacts, 'in
     m.selfReferences = self
     m.treeFields = self.filter((f) => f.ref!.onDelete === 'cascade')
     m.mutableFields = meta.fields.filter((f) => !f.ref && f.type.mutable)
-    m.creatable = new Set([meta.id.prop, ...meta.fields.map((f) => f.prop), ...meta.manyToMany.map((l) => l.prop)])
+    m.serverValued = meta.fields.flatMap((f, i) => (f.serverDefault || f.generated ? [i] : []))
+    m.generated = meta.fields.filter((f) => f.generated)
+    m.creatable = new Set([meta.id.prop, ...meta.fields.filter((f) => !f.generated).map((f) => f.prop), ...meta.manyToMany.map((l) => l.prop)])
     m.referrers = referrers.get(meta)!
     m.linkSides = sides.get(meta)!
     m.fixUps = meta.fields.flatMap((f: FieldMeta, i): FixUp[] => (f.ref?.fixUp ? [[f, i]] : []))

@@ -1,4 +1,4 @@
-import type { Column, Id, IdStrategy, ManyToMany, ManyToOne, OneToMany } from './builders.js'
+import type { Column, Generated, Id, IdStrategy, ManyToMany, ManyToOne, OneToMany } from './builders.js'
 import type { EntityDef, Schema, SchemaDefs } from './define.js'
 
 /**
@@ -36,13 +36,18 @@ type WritableValue<D extends SchemaDefs, P> =
 type ReadonlyValue<D extends SchemaDefs, P> =
   P extends Id<infer T, IdStrategy>
     ? T
-    : P extends OneToMany<infer Target, string> | ManyToMany<infer Target>
+    : P extends Generated<infer T, infer N, unknown>
+      ? Nullable<T, N>
+      : P extends OneToMany<infer Target, string> | ManyToMany<infer Target>
       ? Target extends EntityName<D>
         ? Collection<Entity<D, Target>>
         : never
       : never
 
-type WritableKeys<P> = { [F in keyof P]: P[F] extends Column<unknown, boolean, boolean, boolean> | ManyToOne<string, boolean, boolean> ? F : never }[keyof P]
+/** Columns and many-to-ones, not generated columns (the server writes those). */
+type WritableKeys<P> = {
+  [F in keyof P]: P[F] extends Generated<unknown, boolean, unknown> ? never : P[F] extends Column<unknown, boolean, boolean, boolean> | ManyToOne<string, boolean, boolean> ? F : never
+}[keyof P]
 
 /**
  * The object type of entity `K`: columns and many-to-one references are assignable properties, the
@@ -72,7 +77,9 @@ type RequiredOnCreate<P> = {
 }[keyof P]
 
 type OptionalOnCreate<P> = {
-  [F in keyof P]: P[F] extends
+  [F in keyof P]: P[F] extends Generated<unknown, boolean, unknown>
+    ? never
+    : P[F] extends
     | Column<unknown, true, boolean, boolean>
     | Column<unknown, boolean, true, boolean>
     | ManyToOne<string, true, boolean>

@@ -1,5 +1,5 @@
 import type { ColumnType } from './column-types.js'
-import type { DefaultSpec, IdStrategy, OnDelete, Rule } from './builders.js'
+import type { DefaultSpec, GeneratedSpec, IdStrategy, OnDelete, Rule, ServerDefaultSpec } from './builders.js'
 
 /** Resolved, runtime description of an entity: what the unit of work, planner and SQL renderer read. */
 export interface EntityMeta {
@@ -34,6 +34,13 @@ export interface EntityMeta {
   readonly treeFields: readonly FieldMeta[]
   /** Fields whose values can change in place (Dates, JSON), in `fields` order. */
   readonly mutableFields: readonly FieldMeta[]
+  /**
+   * Indexes in `fields` of the columns the server may fill (`.serverDefault()`, `.generated()`):
+   * what an INSERT may omit and read back. Empty for most entities, which then pay nothing.
+   */
+  readonly serverValued: readonly number[]
+  /** The `.generated()` fields, in `fields` order: what an UPDATE of the entity reads back. */
+  readonly generated: readonly FieldMeta[]
   /** The properties `create()` accepts. */
   readonly creatable: ReadonlySet<string>
   /** The many-to-ones that point at this table: children first, each table's in field order. */
@@ -101,6 +108,10 @@ export interface FieldMeta {
   readonly version: boolean
   /** Validation rules of the column (none for references). */
   readonly rules: readonly Rule[]
+  /** The database's default fills it when `create` leaves it unset (see Column.serverDefault). */
+  readonly serverDefault: ServerDefaultSpec | undefined
+  /** A stored generated column: never written, read back (see Column.generated). */
+  readonly generated: GeneratedSpec | undefined
 }
 
 export interface ReferenceMeta {

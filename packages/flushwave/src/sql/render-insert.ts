@@ -1,6 +1,6 @@
 import type { InsertOp } from '../plan/ops.js'
 import type { Text, UpsertSpec } from '../plan/changes.js'
-import { upsertColumns } from './returning.js'
+import { insertedColumns, upsertColumns } from './returning.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { arrayLiteral } from './array-literal.js'
 import { cached, decoded, isDecoded, scalarText, sharedField, wireEscaped, wireType, writesOneRow } from './write-values.js'
@@ -9,6 +9,7 @@ import { cached, decoded, isDecoded, scalarText, sharedField, wireEscaped, wireT
 
 export function renderInsert(op: InsertOp, shared: readonly Text[] | undefined) {
   const e = op.entity
+  if (op.omit !== undefined) return renderOmitting(op, op.omit, shared)
   if (writesOneRow(op)) {
     const params: (string | null)[] = [op.ids[0]!]
     for (let i = 0; i < op.columns.length; i++) params.push(scalarText(e.fields[i]!, op.columns[i]![0] ?? null))
@@ -24,31 +25,73 @@ export function renderInsert(op: InsertOp, shared: readonly Text[] | undefined) 
   return { text: `insert into ${e.quotedTable} as t (${columnNames(e)}) ${select()} ${onConflict(e, op.upsert)}`, params }
 }
 
-const columnNames = (e: EntityMeta): string => [e.id.quoted, ...e.fields.map((f) => f.quoted)].join(', ')
+/**
+ * An insert that leaves some columns to the server (InsertOp.omit: `.serverDefault()` ones not
+ * given, `.generated()` ones): they are out of its column list and parameters, and it returns each
+ * row's id and their values. Its texts are cached per set of omitted columns.
+ */
+function renderOmitting(op: InsertOp, omit: readonly number[], shared: readonly Text[] | undefined) {
+  const e = op.entity
+  const skip = omit.join(',')
+  const oneRow = writesOneRow(op)
+  const params: Text[] = [oneRow ? op.ids[0]! : arrayLiteral(op.ids, e.id.type.sqlType)]
+  for (let i = 0, o = 0; i < op.columns.length; i++) {
+    if (omit[o] === i) {
+      o++
+      continue
+    }
+    const f = e.fields[i]!
+    if (oneRow) params.push(scalarText(f, op.columns[i]![0] ?? null))
+    else params.push(sharedField(f, shared) ? scalarText(f, shared![i] ?? null) : arrayLiteral(op.columns[i]!, wireType(f), wireEscaped(f)))
+  }
+  const into = `insert into ${e.quotedTable} as t (${columnNames(e, omit)})`
+  if (op.upsert !== undefined) return { text: `${into} ${unnestSelect(e, shared !== undefined, omit)} ${onConflict(e, op.upsert)}`, params }
+  const returning = `returning ${insertedColumns(e, omit)}`
+  if (oneRow) return { text: cached(e, `insert-one|${skip}`, () => `${into} ${selectOne(e, omit)} ${returning}`), params }
+  return { text: cached(e, `${shared ? 'insert-shared' : 'insert'}|${skip}`, () => `${into} ${unnestSelect(e, shared !== undefined, omit)} ${returning}`), params }
+}
+
+const NONE: readonly number[] = []
+
+const columnNames = (e: EntityMeta, omit = NONE): string => [e.id.quoted, ...e.fields.filter((_, i) => !omit.includes(i)).map((f) => f.quoted)].join(', ')
 
 /** `where … is not null`: run with nulls (warm-up prepares shapes by running them) it inserts nothing. */
 function insertOneText(e: EntityMeta): string {
-  const id = `$1::${e.id.type.sqlType}`
-  const values = [id, ...e.fields.map((f, i) => `$${i + 2}::${f.type.sqlType}`)]
-  return `insert into ${e.quotedTable} (${columnNames(e)}) select ${values.join(', ')} where ${id} is not null`
+  return `insert into ${e.quotedTable} (${columnNames(e)}) ${selectOne(e, NONE)}`
 }
 
-/** Field i's parameter is $(i + 2); in the shared form, a decoded field's is a scalar, read once (sharedDecoded). */
-function unnestSelect(e: EntityMeta, shared: boolean): string {
+/** Each written column's parameter, in order after the id's ($1). */
+function selectOne(e: EntityMeta, omit: readonly number[]): string {
+  const id = `$1::${e.id.type.sqlType}`
+  const values = [id]
+  e.fields.forEach((f, i) => {
+    if (!omit.includes(i)) values.push(`$${values.length + 1}::${f.type.sqlType}`)
+  })
+  return `select ${values.join(', ')} where ${id} is not null`
+}
+
+/**
+ * Each written field's parameter follows the id's ($1) in field order (field i's is $(i + 2) when
+ * none is omitted); in the shared form, a decoded field's is a scalar, read once (sharedDecoded).
+ */
+function unnestSelect(e: EntityMeta, shared: boolean, omit = NONE): string {
   const arrays = [`$1::${e.id.type.sqlType}[]`]
   const names = ['c0']
   const values = ['d.c0']
+  let p = 1
   e.fields.forEach((f, i) => {
+    if (omit.includes(i)) return
+    p++
     if (shared && isDecoded(f)) {
-      values.push(`$${i + 2}::${f.type.sqlType}`)
+      values.push(`$${p}::${f.type.sqlType}`)
     } else {
-      arrays.push(`$${i + 2}::${wireType(f)}[]`)
+      arrays.push(`$${p}::${wireType(f)}[]`)
       names.push(`c${i + 1}`)
       values.push(decoded(f, `d.c${i + 1}`))
     }
   })
   // Columns that travel in another type are decoded by name; without any, the rows pass through.
-  if (!e.fields.some((f) => f.type.wire)) return `select * from unnest(${arrays.join(', ')})`
+  if (!e.fields.some((f, i) => f.type.wire && !omit.includes(i))) return `select * from unnest(${arrays.join(', ')})`
   return `select ${values.join(', ')} from unnest(${arrays.join(', ')}) as d(${names.join(', ')})`
 }
 

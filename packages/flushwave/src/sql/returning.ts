@@ -8,6 +8,7 @@ import type { EntityMeta, FieldMeta } from '../schema/meta.js'
  *
  *   counting update (increments)  id, then each counter (counterFields order), then the version
  *   upsert                        id, then every field (`entity.fields` order), as a read selects them
+ *   insert omitting columns       id, then each omitted field (InsertOp.omit order)
  *   cascade, tree delete, unlink  id
  */
 
@@ -22,7 +23,7 @@ export function returnsRows(op: Op): boolean {
     case 'update':
       return op.increments !== undefined
     case 'insert':
-      return op.upsert !== undefined
+      return op.upsert !== undefined || op.omit !== undefined
     case 'cascade-delete':
     case 'cascade-null':
     case 'cascade-soft-delete':
@@ -52,6 +53,16 @@ export function upsertColumns(e: EntityMeta): string {
   for (const f of e.fields) list += `, ${f.ref ? `t.${f.quoted}::text` : f.type.selectExpr(`t.${f.quoted}`)}`
   return list
 }
+
+/** An insert's RETURNING list when it leaves columns to the server: the id, then each of those, as a read selects it. */
+export function insertedColumns(e: EntityMeta, omit: readonly number[]): string {
+  let list = idColumn(e, 't')
+  for (const i of omit) list += `, ${e.fields[i]!.type.selectExpr(`t.${e.fields[i]!.quoted}`)}`
+  return list
+}
+
+/** An insert's value of the `k`th omitted field (InsertOp.omit), as the server returned it. */
+export const returnedOmitted = (row: readonly unknown[], k: number): unknown => row[k + 1]
 
 /**
  * A counting update's lists: what its CTE `w` returns (`k`, `c1`…, `ver`), and what the statement

@@ -27,7 +27,7 @@ export function allShapes(schema: Schema): Statement[] {
     if (op.kind === 'update') {
       const multiRow = op.increments === undefined && !(op.versions && op.entity.version)
       op.entity.fields.forEach((f, i) => {
-        if (f.version) return
+        if (f.version || f.generated) return
         if (writesOneRow(op)) add(nulls(renderOp({ ...op, columns: op.columns.map((c, j) => ({ values: c.values, set: [i === j] })) })))
         if (!multiRow) return
         const alone: Op = { ...op, ids: ['0', '0'], columns: op.columns.map((_, j) => ({ values: ['0', '0'], set: [i === j, i === j] })) }
@@ -45,20 +45,28 @@ export function allShapes(schema: Schema): Statement[] {
     // One row per kind, to make the planner emit every op (cascades, purges, fix-ups, versioned
     // forms); each op is then rendered with its rows removed.
     const row = { entity, id: '0' }
+    // Generated columns are never written; inserts mostly leave every server-filled column unset.
+    const writable = entity.fields.flatMap((f, i) => (f.generated ? [] : [i]))
+    const server = entity.serverValued.length > 0 ? entity.serverValued : undefined
     const changes: Changes = {
-      inserts: insertsOf([{ ...row, values: entity.fields.map(() => '0') }]),
+      inserts: insertsOf([{ ...row, values: entity.fields.map(() => '0') }]).map((rows) => ({ ...rows, ...(server && { omit: server }) })),
       upserts: [],
       updates: [
-        { ...row, changed: new Map(entity.fields.map((_, i) => [i, '0'])), ...(entity.version ? { version: '1' } : {}) } satisfies RowUpdate,
+        { ...row, changed: new Map(writable.map((i) => [i, '0'])), ...(entity.version ? { version: '1' } : {}) } satisfies RowUpdate,
       ],
       deletes: [{ ...row, ...(entity.version ? { version: '1' } : {}) } satisfies RowDelete],
       linkAdds: entity.manyToMany.map((link): LinkChange => ({ link, owner: '0', target: '0' })),
       linkRemoves: entity.manyToMany.map((link): LinkChange => ({ link, owner: '0', target: '0' })),
     }
     for (const wave of planFlush(changes, schema).waves) for (const op of wave.ops) addForms(op)
+    // The other common insert: every server default given, only generated columns omitted.
+    if (server) {
+      const generated = server.filter((i) => entity.fields[i]!.generated)
+      addForms({ kind: 'insert', entity, ids: ['0'], columns: entity.fields.map(() => ['0']), ...(generated.length > 0 && { omit: generated }) })
+    }
     // Fix-ups of cycles use the unversioned update shape.
     if (entity.version) {
-      for (const wave of planFlush({ ...changes, updates: [{ ...row, changed: new Map([[0, '0']]) }] }, schema).waves) {
+      for (const wave of planFlush({ ...changes, updates: [{ ...row, changed: new Map([[writable[0]!, '0']]) }] }, schema).waves) {
         for (const op of wave.ops) if (op.kind === 'update') addForms({ ...op, versions: undefined })
       }
     }

@@ -23,13 +23,13 @@ export interface TestDatabase<D extends SchemaDefs> {
  */
 export async function testDatabase<D extends SchemaDefs>(
   schema: Schema<D>,
-  options: { url?: string; max?: number; name?: string; prepare?: boolean; executor?: AnyExecutorName } = {},
+  options: { url?: string; max?: number; name?: string; prepare?: boolean; executor?: AnyExecutorName; before?: readonly string[] } = {},
 ): Promise<TestDatabase<D>> {
-  if (options.executor === 'pglite') return pgliteDatabase(schema)
+  if (options.executor === 'pglite') return pgliteDatabase(schema, options.before)
   const url = options.url ?? inject('databaseUrl')
   const ns = await createTestSchema(inject('databaseUrl'), options.name ?? 'fw')
   const sql = postgres(url, { ...tcpNoDelay, max: options.max ?? 1, ...(options.prepare === undefined ? {} : { prepare: options.prepare }), onnotice: () => {}, ...searchPathOptions(ns.name) })
-  for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
+  for (const statement of [...(options.before ?? []), ...createTablesSql(schema)]) await sql.unsafe(statement)
   const queries: QueryEvent[] = []
   const onQuery = (e: QueryEvent) => void queries.push(e)
   const other =
@@ -51,10 +51,10 @@ export async function testDatabase<D extends SchemaDefs>(
 }
 
 /** The same on a fresh in-memory PGlite: the test's own SQL and the flushes share its one connection. */
-async function pgliteDatabase<D extends SchemaDefs>(schema: Schema<D>): Promise<TestDatabase<D>> {
+async function pgliteDatabase<D extends SchemaDefs>(schema: Schema<D>, before: readonly string[] = []): Promise<TestDatabase<D>> {
   const db = await openPGlite()
   const sql = pgliteSql(db)
-  for (const statement of createTablesSql(schema)) await sql.unsafe(statement)
+  for (const statement of [...before, ...createTablesSql(schema)]) await sql.unsafe(statement)
   const queries: QueryEvent[] = []
   const orm = flushwave({ schema, pglite: db, onQuery: (e) => void queries.push(e) })
   return { sql, orm, queries, writes: () => queries.filter((q) => q.phase === 'write'), close: () => db.close() }
