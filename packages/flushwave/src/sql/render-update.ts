@@ -22,7 +22,8 @@ export function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) 
   for (let i = 0; i < e.fields.length; i++) {
     const f = e.fields[i]!
     const mode = modes[i]
-    if (f.version || mode === 'none') continue
+    // Flagged forms name every field; a generated one is never set (no row of the op sets it).
+    if (f.version || mode === 'none' || f.generated) continue
     const n = params.length
     // A shared value is one scalar (sharedDecoded).
     const one = sharedField(f, shared)
@@ -144,7 +145,7 @@ function oneRowUpdate(op: UpdateOp) {
   const all: Text[] = [op.ids[0]!]
   for (let i = 0; i < e.fields.length; i++) {
     const f = e.fields[i]!
-    if (f.version) continue
+    if (f.version || f.generated) continue
     const column = op.columns[i]!
     all.push(scalarText(f, column.values[0] ?? null), column.set[0] ? 't' : 'f')
   }
@@ -177,7 +178,7 @@ function everyColumnText(e: EntityMeta): string {
   const sets: string[] = []
   let n = 1
   for (const f of e.fields) {
-    if (f.version) continue
+    if (f.version || f.generated) continue
     n += 2
     sets.push(`${f.quoted} = case when $${n}::bool then $${n - 1}::${f.type.sqlType} else t.${f.quoted} end`)
   }

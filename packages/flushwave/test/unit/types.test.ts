@@ -163,3 +163,41 @@ describe('column and key types', () => {
     expectTypeOf(check).toBeFunction()
   })
 })
+
+describe('server-filled columns', () => {
+  const served = defineSchema({
+    Order: entity('order_row', {
+      id: t.id(),
+      label: t.text(),
+      createdAt: t.timestamptz().serverDefault('now()'),
+      code: t.integer().serverDefault(),
+      price: t.numeric(),
+      total: t.numeric().generated('price * 2'),
+      note: t.text().generated("'x'").nullable(),
+    }),
+  })
+  type S = typeof served.defs
+  type Order = EntityOf<typeof served, 'Order'>
+
+  it('lets create leave a server default out, and keeps generated columns out of create and assignments', () => {
+    expectTypeOf<Order['createdAt']>().toEqualTypeOf<Date>()
+    expectTypeOf<Order['total']>().toEqualTypeOf<string>()
+    expectTypeOf<Order['note']>().toEqualTypeOf<string | null>()
+    expectTypeOf<keyof CreateInput<S, 'Order'>>().toEqualTypeOf<'label' | 'createdAt' | 'code' | 'price'>()
+    expectTypeOf<CounterName<S, 'Order'>>().toEqualTypeOf<'code' | 'price'>()
+    const check = (em: EntityManager<S>, order: Order) => {
+      em.create('Order', { label: 'a', price: '1' })
+      em.create('Order', { label: 'a', price: '1', createdAt: new Date(), code: 3 })
+      // @ts-expect-error a generated column is not written
+      em.create('Order', { label: 'a', price: '1', total: '2' })
+      // @ts-expect-error nor assigned
+      order.total = '2'
+      // @ts-expect-error nor in assign
+      em.assign(order, { total: '2' })
+      // @ts-expect-error nor a counter
+      em.increment(order, 'total', 1)
+      order.createdAt = new Date() // a server default is an ordinary column once set
+    }
+    expectTypeOf(check).toBeFunction()
+  })
+})
