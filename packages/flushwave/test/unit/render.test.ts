@@ -58,6 +58,29 @@ describe('write statements', () => {
     expect(one!.params).toEqual(['1', 'a'])
   })
 
+  it('render an insert that leaves server-filled columns out and returns them, a text per set of omitted columns', () => {
+    const served = defineSchema({
+      Note: entity('note', { id: t.id(), body: t.text(), at: t.timestamptz().serverDefault('now()'), n: t.integer().serverDefault('1'), len: t.integer().generated('length(body)') }),
+    })
+    const Note = served.meta('Note')
+    expect(Note.serverValued).toEqual([1, 2, 3])
+    const rows = (n: number, omit: number[]) => ({ entity: Note, ids: Array.from({ length: n }, (_, i) => String(i + 1)), columns: Note.fields.map((_, i) => (omit.includes(i) ? [] : Array.from({ length: n }, () => '5'))), omit })
+    const [one, two] = [1, 2].map((n) => renderPlan(planFlush({ ...empty, inserts: [rows(n, [1, 3])] }, served))[0]![0]!)
+    expect(one!.text).toBe('insert into "note" as t ("id", "body", "n") select $1::int8, $2::text, $3::int4 where $1::int8 is not null returning t."id"::text, floor(extract(epoch from t."at") * 1000), t."len"')
+    expect(one!.params).toEqual(['1', '5', '5'])
+    expect(one!.returnsRows).toBe(true)
+    expect(two!.text).toBe('insert into "note" as t ("id", "body", "n") select * from unnest($1::int8[], $2::text[], $3::int4[]) returning t."id"::text, floor(extract(epoch from t."at") * 1000), t."len"')
+    expect(two!.params).toEqual(['{1,2}', '{"5","5"}', '{5,5}'])
+    // Only the generated column left out: the Date is written, in the shared form when the rows share it.
+    const dated = renderPlan(planFlush({ ...empty, inserts: [rows(2, [3])] }, served))[0]![0]!
+    expect(dated.text).toBe(
+      'insert into "note" as t ("id", "body", "at", "n") select d.c0, d.c1, $3::timestamptz, d.c3 from unnest($1::int8[], $2::text[], $4::int4[]) as d(c0, c1, c3) returning t."id"::text, t."len"',
+    )
+    // An update never names the generated column, even in the form that names every column.
+    const update = renderPlan(planFlush({ ...empty, updates: [{ entity: Note, id: '1', changed: new Map([[0, 'b']]) }] }, served))[0]![0]!
+    expect(update.text).toBe('update "note" set "body" = $2::text where "id" = $1::int8')
+  })
+
   it('render an insert whose Dates travel as epoch milliseconds in arrays, decoded by name, and as text where one value stands for every row', () => {
     const at = new Date('2026-11-22T18:30:00.123Z').getTime()
     const row = (id: string, time: number) => ({ entity: Author, id, values: ['Ann', null, '0', String(time)] })
