@@ -1,4 +1,8 @@
+import { SchemaError } from '../errors.js'
 import { isCounter } from './counters.js'
+
+/** Server-filled columns an entity may have (see computeChanges' serverGroup). */
+const MAX_SERVER_VALUED = 52
 import type { EntityMeta, FieldMeta, FixUp, LinkSide, ManyToManyMeta, Referrer } from './meta.js'
 
 /** What the planner asks of the schema as a whole: every join table, and the tables children first. */
@@ -34,6 +38,8 @@ export function deriveFacts(order: readonly EntityMeta[]): Omit<SchemaFacts, 'in
     m.treeFields = self.filter((f) => f.ref!.onDelete === 'cascade')
     m.mutableFields = meta.fields.filter((f) => !f.ref && f.type.mutable)
     m.serverValued = meta.fields.flatMap((f, i) => (f.serverDefault || f.generated ? [i] : []))
+    // The change set groups new rows by a bit per such column, in a number (exact to 2^53).
+    if (m.serverValued.length > MAX_SERVER_VALUED) throw new SchemaError(`${meta.name} has ${m.serverValued.length} server-filled columns (serverDefault or generated); at most ${MAX_SERVER_VALUED}`)
     m.generated = meta.fields.filter((f) => f.generated)
     m.creatable = new Set([meta.id.prop, ...meta.fields.filter((f) => !f.generated).map((f) => f.prop), ...meta.manyToMany.map((l) => l.prop)])
     m.referrers = referrers.get(meta)!
