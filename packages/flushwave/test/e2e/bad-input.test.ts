@@ -794,6 +794,13 @@ const findCases: Rejected[] = [
 
 /** The reads of a list endpoint: each refuses bad input before it sends anything. */
 const readCases: Rejected[] = [
+  { name: 'find: withDeleted not a boolean', act: ({ em }) => em.find('Thing', {}, { withDeleted: 'true' } as never), rejects: InvalidValueError, message: /withDeleted/ },
+  { name: 'count: withDeleted not a boolean', act: ({ em }) => em.count('Thing', {}, { withDeleted: 1 } as never), rejects: InvalidValueError, message: /withDeleted/ },
+  { name: 'exists: withDeleted not a boolean', act: ({ em }) => em.exists('Thing', {}, { withDeleted: null } as never), rejects: InvalidValueError, message: /withDeleted/ },
+  { name: 'aggregate: withDeleted not a boolean', act: ({ em }) => em.aggregate('Thing', {}, {}, { withDeleted: 'yes' } as never), rejects: InvalidValueError, message: /withDeleted/ },
+  { name: 'load: withDeleted not a boolean', act: ({ em }) => em.load('Thing', ids.thing, { withDeleted: 'no' } as never), rejects: InvalidValueError, message: /withDeleted/ },
+  { name: 'findPage: withDeleted not a boolean', act: ({ em }) => em.findPage('Thing', {}, { first: 2, withDeleted: 0 } as never), rejects: InvalidValueError, message: /withDeleted/ },
+  { name: 'stream: withDeleted not a boolean', act: ({ em }) => em.stream('Thing', {}, { withDeleted: 'all' } as never).next(), rejects: InvalidValueError, message: /withDeleted/ },
   { name: 'where: or not an array', act: ({ em }) => em.find('Thing', { or: { title: 'a' } } as never), rejects: InvalidValueError, message: /or/ },
   { name: 'where: and holding a string', act: ({ em }) => em.find('Thing', { and: ['title'] } as never), rejects: InvalidValueError },
   { name: 'where: not an array for not', act: ({ em }) => em.find('Thing', { not: [{ title: 'a' }] } as never), rejects: InvalidValueError },
