@@ -98,11 +98,14 @@ export function generateSchemaModule(tables: readonly CatalogTable[], options: G
       let text = pulled?.builder ?? 't.version()'
       if (pulled) {
         if (pulled.precision) unsupported.push(`${at}: the precision of ${column.type}, which ${pulled.builder} does not carry (the server rounds values to it)`)
-        const def = defaultSource(column, pulled)
+        // A default Flushwave cannot write as a value (an expression, a sequence) is left to the
+        // server; a generated column is never written. Both are read back by the insert.
+        const def = column.generated ? undefined : defaultSource(column, pulled)
         if (def) text += def
-        else if (column.default !== undefined && !column.sequence) unsupported.push(`${at}: default ${column.default} is not carried over (Flushwave sends every value)`)
+        else if (column.default !== undefined && !column.generated) text += `.serverDefault(${quote(column.default)})`
         if (!column.notNull) text += '.nullable()'
         if (table.unique.has(column.name)) text += '.unique()'
+        if (column.generated) text += `.generated(${quote(column.default ?? '')})`
       }
       text += columnOverride(prop, column.name)
       lines.push(`${prop}: ${text},`)

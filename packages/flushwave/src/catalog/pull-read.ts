@@ -27,8 +27,10 @@ export interface CatalogColumn {
   readonly sequence: boolean
   /** An identity column declared GENERATED ALWAYS, into which an insert cannot give a value. */
   readonly identityAlways: boolean
-  /** pg_get_expr of the default, when there is one. */
+  /** pg_get_expr of the default, when there is one; of the generation expression for a generated column. */
   readonly default: string | undefined
+  /** A stored generated column (`generated always as (…) stored`): `default` is its expression. */
+  readonly generated: boolean
   /** Labels in order when the column's type, or an array column's element type, is an enum. */
   readonly enumValues: readonly string[] | undefined
   /** The PostgreSQL schema of that enum type; undefined when the column is not of an enum. */
@@ -72,7 +74,8 @@ select n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod), t.
        pg_get_expr(d.adbin, d.adrelid),
        (select array_agg(l.enumlabel::text order by l.enumsortorder) from pg_enum l where l.enumtypid = coalesce(e.oid, t.oid)),
        e.typname, a.atttypmod, a.attndims, a.attidentity = 'a',
-       (select tn.nspname from pg_namespace tn where tn.oid = coalesce(e.typnamespace, t.typnamespace))
+       (select tn.nspname from pg_namespace tn where tn.oid = coalesce(e.typnamespace, t.typnamespace)),
+       a.attgenerated = 's'
 from pg_class c
 join pg_namespace n on n.oid = c.relnamespace
 join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
@@ -115,7 +118,7 @@ export async function readCatalog(query: CatalogQuery, schemas: string | readonl
     if (!t) tables.set(key, (t = { schema: String(schema), name: String(name), columns: [], primaryKey: [], unique: new Set(), keys: new Map(), foreignKeys: [], composite: [] }))
     return t
   }
-  for (const [nspname, relname, name, type, typeName, notNull, sequence, def, labels, elementTypeName, typmod, dimensions, always, typeSchema] of columnRows) {
+  for (const [nspname, relname, name, type, typeName, notNull, sequence, def, labels, elementTypeName, typmod, dimensions, always, typeSchema, generated] of columnRows) {
     const enumValues = labels === null || labels === undefined ? undefined : textArray(labels)
     table(nspname, relname).columns.push({
       name: String(name),
@@ -128,6 +131,7 @@ export async function readCatalog(query: CatalogQuery, schemas: string | readonl
       sequence: bool(sequence),
       identityAlways: bool(always),
       default: def === null || def === undefined ? undefined : String(def),
+      generated: bool(generated),
       enumValues,
       enumSchema: enumValues === undefined ? undefined : String(typeSchema),
     })
