@@ -14,7 +14,7 @@ import { allOf, type ColumnRef, type CompareOp, type Condition, type Quantifier 
  */
 export function conditionOf(meta: EntityMeta, where: unknown, withDeleted = false): Condition {
   const condition = whereOf(meta, where, [], 'where', withDeleted)
-  return withDeleted ? condition : allOf([condition, liveOf(meta, [])])
+  return withDeleted || !meta.softDelete ? condition : allOf([condition, liveOf(meta, [])])
 }
 
 /** The rows of `meta` not soft-deleted (every row of an entity without soft delete), reached through `through`. */

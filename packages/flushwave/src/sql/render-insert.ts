@@ -9,30 +9,7 @@ import { cached, decoded, isDecoded, scalarText, sharedField, wireEscaped, wireT
 
 export function renderInsert(op: InsertOp, shared: readonly Text[] | undefined) {
   const e = op.entity
-  if (op.omit !== undefined) return renderOmitting(op, op.omit, shared)
-  if (writesOneRow(op)) {
-    const params: (string | null)[] = [op.ids[0]!]
-    for (let i = 0; i < op.columns.length; i++) params.push(scalarText(e.fields[i]!, op.columns[i]![0] ?? null))
-    return { text: cached(e, 'insert-one', () => insertOneText(e)), params }
-  }
-  const params: Text[] = [arrayLiteral(op.ids, e.id.type.sqlType)]
-  for (let i = 0; i < op.columns.length; i++) {
-    const f = e.fields[i]!
-    params.push(sharedField(f, shared) ? scalarText(f, shared![i] ?? null) : arrayLiteral(op.columns[i]!, wireType(f), wireEscaped(f)))
-  }
-  const select = () => unnestSelect(e, shared !== undefined)
-  if (op.upsert === undefined) return { text: cached(e, shared ? 'insert-shared' : 'insert', () => `insert into ${e.quotedTable} (${columnNames(e)}) ${select()}`), params }
-  return { text: `insert into ${e.quotedTable} as t (${columnNames(e)}) ${select()} ${onConflict(e, op.upsert)}`, params }
-}
-
-/**
- * An insert that leaves some columns to the server (InsertOp.omit: `.serverDefault()` ones not
- * given, `.generated()` ones): they are out of its column list and parameters, and it returns each
- * row's id and their values. Its texts are cached per set of omitted columns.
- */
-function renderOmitting(op: InsertOp, omit: readonly number[], shared: readonly Text[] | undefined) {
-  const e = op.entity
-  const skip = omit.join(',')
+  const omit = op.omit ?? NONE
   const oneRow = writesOneRow(op)
   const params: Text[] = [oneRow ? op.ids[0]! : arrayLiteral(op.ids, e.id.type.sqlType)]
   for (let i = 0, o = 0; i < op.columns.length; i++) {
@@ -44,23 +21,22 @@ function renderOmitting(op: InsertOp, omit: readonly number[], shared: readonly 
     if (oneRow) params.push(scalarText(f, op.columns[i]![0] ?? null))
     else params.push(sharedField(f, shared) ? scalarText(f, shared![i] ?? null) : arrayLiteral(op.columns[i]!, wireType(f), wireEscaped(f)))
   }
-  const into = `insert into ${e.quotedTable} as t (${columnNames(e, omit)})`
-  if (op.upsert !== undefined) return { text: `${into} ${unnestSelect(e, shared !== undefined, omit)} ${onConflict(e, op.upsert)}`, params }
-  const returning = `returning ${insertedColumns(e, omit)}`
-  if (oneRow) return { text: cached(e, `insert-one|${skip}`, () => `${into} ${selectOne(e, omit)} ${returning}`), params }
-  return { text: cached(e, `${shared ? 'insert-shared' : 'insert'}|${skip}`, () => `${into} ${unnestSelect(e, shared !== undefined, omit)} ${returning}`), params }
+  const select = () => unnestSelect(e, shared !== undefined, omit)
+  if (op.upsert !== undefined) return { text: `insert into ${e.quotedTable} as t (${columnNames(e, omit)}) ${select()} ${onConflict(e, op.upsert)}`, params }
+  const form = oneRow ? 'insert-one' : shared ? 'insert-shared' : 'insert'
+  if (omit === NONE) return { text: cached(e, form, () => `insert into ${e.quotedTable} (${columnNames(e)}) ${oneRow ? selectOne(e, NONE) : select()}`), params }
+  // Columns left to the server (InsertOp.omit: `.serverDefault()` ones not given, `.generated()`
+  // ones) are out of the column list and parameters, and come back with each row's id; the texts
+  // are cached per set of them.
+  const text = () => `insert into ${e.quotedTable} as t (${columnNames(e, omit)}) ${oneRow ? selectOne(e, omit) : select()} returning ${insertedColumns(e, omit)}`
+  return { text: cached(e, `${form}|${omit.join(',')}`, text), params }
 }
 
 const NONE: readonly number[] = []
 
 const columnNames = (e: EntityMeta, omit = NONE): string => [e.id.quoted, ...e.fields.filter((_, i) => !omit.includes(i)).map((f) => f.quoted)].join(', ')
 
-/** `where … is not null`: run with nulls (warm-up prepares shapes by running them) it inserts nothing. */
-function insertOneText(e: EntityMeta): string {
-  return `insert into ${e.quotedTable} (${columnNames(e)}) ${selectOne(e, NONE)}`
-}
-
-/** Each written column's parameter, in order after the id's ($1). */
+/** Each written column's parameter, in order after the id's ($1); `where … is not null`: run with nulls (warm-up prepares shapes by running them) it inserts nothing. */
 function selectOne(e: EntityMeta, omit: readonly number[]): string {
   const id = `$1::${e.id.type.sqlType}`
   const values = [id]

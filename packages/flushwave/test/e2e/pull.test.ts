@@ -103,6 +103,23 @@ describe('flushwave pull', () => {
   })
 })
 
+/** What the TypeScript compiler says of a generated module, strict, with flushwave resolved to its sources. */
+function typeErrors(file: URL): string[] {
+  const options: ts.CompilerOptions = {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: [],
+    paths: { flushwave: [fileURLToPath(new URL('../../src/index.ts', import.meta.url))] },
+  }
+  const program = ts.createProgram([fileURLToPath(file)], options)
+  const diagnostics = ts.getPreEmitDiagnostics(program, program.getSourceFile(fileURLToPath(file)))
+  return diagnostics.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
+}
+
 /**
  * A column of every type pull maps, arrays of each included, in hand-written SQL: the builders it
  * writes, the module type-checks, loads and passes checkSchema(), and a row round-trips through it.
@@ -226,19 +243,7 @@ describe('flushwave pull of every column type', () => {
   })
 
   it('type-checks', () => {
-    const options: ts.CompilerOptions = {
-      target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.NodeNext,
-      moduleResolution: ts.ModuleResolutionKind.NodeNext,
-      strict: true,
-      noEmit: true,
-      skipLibCheck: true,
-      types: [],
-      paths: { flushwave: [fileURLToPath(new URL('../../src/index.ts', import.meta.url))] },
-    }
-    const program = ts.createProgram([fileURLToPath(file)], options)
-    const diagnostics = ts.getPreEmitDiagnostics(program, program.getSourceFile(fileURLToPath(file)))
-    expect(diagnostics.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).toEqual([])
+    expect(typeErrors(file)).toEqual([])
   }, 120_000)
 
   it('loads, passes checkSchema(), and a row of every column round-trips', async () => {
@@ -477,19 +482,7 @@ describe('flushwave pull of keys and several schemas', () => {
   })
 
   it('type-checks', () => {
-    const options: ts.CompilerOptions = {
-      target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.NodeNext,
-      moduleResolution: ts.ModuleResolutionKind.NodeNext,
-      strict: true,
-      noEmit: true,
-      skipLibCheck: true,
-      types: [],
-      paths: { flushwave: [fileURLToPath(new URL('../../src/index.ts', import.meta.url))] },
-    }
-    const program = ts.createProgram([fileURLToPath(file)], options)
-    const diagnostics = ts.getPreEmitDiagnostics(program, program.getSourceFile(fileURLToPath(file)))
-    expect(diagnostics.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).toEqual([])
+    expect(typeErrors(file)).toEqual([])
   }, 120_000)
 
   it('loads, passes checkSchema(), and a row of every table round-trips, keys and links included', async () => {
