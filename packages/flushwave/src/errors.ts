@@ -86,7 +86,7 @@ export class NotFoundError extends FlushwaveError {
     readonly entity: string,
     readonly id: unknown,
   ) {
-    super(`${entity} ${String(id)} not found`)
+    super(`${entity} ${typeof id === 'object' && id !== null ? JSON.stringify(id, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)) : String(id)} not found`)
   }
 }
 

@@ -19,7 +19,8 @@ export function expectedTables(schema: Schema, ledgerTable: string | undefined):
   const foreignKeys: ExpectedForeignKey[] = []
   const joinTables = new Set<string>()
   for (const meta of schema.insertOrder) {
-    columns.push({ table: meta.quotedTable, column: meta.id.column, sqlType: declaredType(meta.id.type), notNull: true, sequence: meta.id.strategy === 'sequence', length: lengthOf(meta.id.type) })
+    // A composite key's columns are fields.
+    if (!meta.key) columns.push({ table: meta.quotedTable, column: meta.id.column, sqlType: declaredType(meta.id.type), notNull: true, sequence: meta.id.strategy === 'sequence', length: lengthOf(meta.id.type) })
     for (const f of meta.fields) {
       const server = f.generated ? 'generated' : f.serverDefault ? 'default' : undefined
       columns.push({ table: meta.quotedTable, column: f.column, sqlType: declaredType(f.type), notNull: !f.nullable, sequence: false, length: lengthOf(f.type), server })

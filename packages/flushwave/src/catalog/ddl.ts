@@ -28,8 +28,10 @@ export function createTablesSql(schema: Schema, options: { readonly outcomeLedge
     created.add(meta)
     const inline = (f: FieldMeta) => !f.ref || created.has(f.ref.target)
     const keys = meta.uniqueKeys.filter((key) => key.length > 1).map((key) => `unique (${key.map((f) => f.quoted).join(', ')})`)
-    out.push(`create table ${meta.quotedTable} (\n  ${[idColumn(meta), ...meta.fields.map((f) => fieldColumn(f, inline(f))), ...keys].join(',\n  ')}\n)`)
-    for (const f of meta.fields) if (f.ref) out.push(`create index on ${meta.quotedTable} (${f.quoted})`)
+    const primary = meta.key ? [`primary key (${meta.key.map((f) => f.quoted).join(', ')})`] : []
+    out.push(`create table ${meta.quotedTable} (\n  ${[...(meta.key ? [] : [idColumn(meta)]), ...meta.fields.map((f) => fieldColumn(f, inline(f))), ...primary, ...keys].join(',\n  ')}\n)`)
+    // A reference that leads a composite primary key has that key's index.
+    for (const f of meta.fields) if (f.ref && meta.key?.[0] !== f) out.push(`create index on ${meta.quotedTable} (${f.quoted})`)
     for (const f of meta.fields) {
       if (inline(f)) continue
       const name = quoteIdent(`${meta.bareTable}_${f.column}_fkey`)

@@ -3,6 +3,7 @@ import { EntityStateError, InvalidValueError, NotLoadedError } from '../errors.j
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { writeText } from '../schema/column-types.js'
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
+import { KEY_PART } from './composite-key.js'
 
 /** What entity accessors need from their EntityManager's unit of work. */
 export interface CollectionFactory {
@@ -49,7 +50,7 @@ function classFor(meta: EntityMeta): EntityClass {
   }
   const proto = EntityClass.prototype as object
   Object.setPrototypeOf(proto, unknownProperties)
-  Object.defineProperty(proto, meta.id.prop, {
+  if (!meta.key) Object.defineProperty(proto, meta.id.prop, {
     enumerable: true,
     get(this: HasState) {
       const id = this[STATE].id
@@ -63,6 +64,7 @@ function classFor(meta: EntityMeta): EntityClass {
   for (const field of meta.fields) {
     // A Date or JSON value handed out can be changed in place: the entity is watched from then on.
     const mutable = !field.ref && field.type.mutable
+    const keyPart = meta.key?.includes(field) === true
     Object.defineProperty(proto, field.prop, {
       enumerable: true,
       get: mutable
@@ -83,6 +85,7 @@ function classFor(meta: EntityMeta): EntityClass {
         writable(state)
         if (field.version) throw new EntityStateError(`${label(state)}.${field.prop} is the optimistic-lock version: flushes advance it`)
         if (field.generated) throw new InvalidValueError(meta.name, field.prop, value, GENERATED)
+        if (keyPart) throw new InvalidValueError(meta.name, field.prop, value, KEY_PART)
         checkValue(state, field, value)
         if (state.upsert !== undefined && state.status === 'new' && state.upsert.key !== 'id' && state.upsert.key.includes(field)) {
           throw new EntityStateError(`${label(state)}.${field.prop} is the key of its pending upsert: upsert again with the other key instead`)
@@ -204,7 +207,7 @@ function invalidity(state: EntityState, field: FieldMeta, value: unknown): strin
 
 function toJSON(this: HasState): Record<string, unknown> {
   const state = this[STATE]
-  const out: Record<string, unknown> = { [state.meta.id.prop]: state.id }
+  const out: Record<string, unknown> = state.meta.key ? {} : { [state.meta.id.prop]: state.id }
   let handsOut = false
   for (const field of state.meta.fields) {
     if (!(field.prop in state.values)) continue

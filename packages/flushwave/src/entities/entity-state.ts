@@ -1,3 +1,4 @@
+import { keyParts } from '../schema/column-types.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 
 /**
@@ -106,6 +107,6 @@ export function stateOf(entity: unknown): EntityState | undefined {
 }
 
 export function label(state: EntityState): string {
-  const id = state.id === undefined ? '' : `#${String(state.id)}`
+  const id = state.id === undefined ? '' : state.meta.key ? `#(${keyParts(state.id as string).join(', ')})` : `#${String(state.id)}`
   return state.status === 'new' ? `new ${state.meta.name}${id}` : `${state.meta.name}${id}`
 }

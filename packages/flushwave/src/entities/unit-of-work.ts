@@ -6,6 +6,7 @@ import { changeableInPlace, checkValue, GENERATED, makeEntity, notAssignable, wr
 import { label, STATE, stateOf, type EntityState, type HasState } from './entity-state.js'
 import { isChanged, pinDates } from './dirty.js'
 import { IdentityMap } from './identity-map.js'
+import { KEY_PART, stubKeyValues, tupleOfValues } from './composite-key.js'
 import { ManyToManyCollection } from './many-to-many.js'
 import { OneToManyCollection } from './one-to-many.js'
 import { Referrers } from './referrers.js'
@@ -42,7 +43,9 @@ export class UnitOfWork implements CollectionFactory {
     for (const prop in data) {
       if (!known.has(prop)) throw new InvalidValueError(meta.name, prop, data[prop], meta.fieldByProp.get(prop)?.generated ? GENERATED : 'is not a property that create() accepts')
     }
-    if (meta.id.strategy !== 'sequence') {
+    if (meta.key) {
+      // The key is its values: set below, and made a tuple once they are.
+    } else if (meta.id.strategy !== 'sequence') {
       const id = data[meta.id.prop] ?? (meta.id.strategy === 'uuid' ? uuidv7() : undefined)
       const reason = meta.id.type.check(id)
       if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
@@ -78,6 +81,7 @@ export class UnitOfWork implements CollectionFactory {
       // A Date or JSON value the caller passed in, it still holds: see EntityState.watched.
       else if (value === given && changeableInPlace(field, value)) state.watched = true
     }
+    if (meta.key) this.composedId(state)
     this.map.add(entity)
     this.journal?.entered(entity)
     if (meta.manyToMany.length > 0) this.createLinks(entity, data)
@@ -112,6 +116,18 @@ export class UnitOfWork implements CollectionFactory {
   /** Checks a value for a field of a new entity, as create() checks it. */
   checkNew(meta: EntityMeta, field: FieldMeta, value: unknown): void {
     checkValue(this.newState(meta, 'new', undefined), field, value)
+  }
+
+  /**
+   * A new composite-key entity's id, its key tuple, once every target of its key has an id (else
+   * the flush composes it: see composeKeys); refused when this EntityManager holds that key already.
+   */
+  private composedId(state: EntityState): void {
+    const id = tupleOfValues(state.meta, state.values)
+    if (id === undefined) return
+    const existing = this.map.get(state.meta, id)
+    if (existing && existing[STATE].status !== 'removed') throw new EntityStateError(`${label(existing[STATE])} is already in this EntityManager`)
+    state.id = id
   }
 
   /**
@@ -155,7 +171,11 @@ export class UnitOfWork implements CollectionFactory {
   reference(meta: EntityMeta, id: unknown): HasState {
     const existing = this.map.get(meta, id)
     if (existing) return existing
-    const entity = makeEntity(this.newState(meta, 'stub', id))
+    const state = this.newState(meta, 'stub', id)
+    if (meta.key) stubKeyValues(state, (target, targetId) => this.reference(target, targetId))
+    const entity = makeEntity(state)
+    // Its key's references are known: one-to-many collections of their targets find it.
+    if (meta.key) for (const field of meta.key) if (field.ref) this.referrers.note(field, entity, state.values[field.prop])
     this.map.add(entity)
     this.journal?.entered(entity)
     this.arrivals?.push(entity)
@@ -285,6 +305,7 @@ export class UnitOfWork implements CollectionFactory {
       if (field === undefined) throw new InvalidValueError(meta.name, prop, data[prop], notAssignable(meta, prop))
       if (field.version) throw new InvalidValueError(meta.name, prop, data[prop], 'is the optimistic-lock version: flushes advance it')
       if (field.generated) throw new InvalidValueError(meta.name, prop, data[prop], GENERATED)
+      if (meta.key?.includes(field)) throw new InvalidValueError(meta.name, prop, data[prop], KEY_PART)
       checkValue(state, field, data[prop])
     }
     // Through the setters: change tracking, references and a transaction's journal as for any assignment.

@@ -31,7 +31,9 @@ export class Upserts {
       throw new InvalidValueError(meta.name, 'data', data, 'upsert() takes an object of property values')
     }
     const key = conflictKey(meta, onConflict)
-    const props = key === 'id' ? [meta.id.prop] : key.map((f) => f.prop)
+    // The key's fields: a unique key's, or a composite primary key's (none for an id property).
+    const fields = key === 'id' ? meta.key : key
+    const props = fields === undefined ? [meta.id.prop] : fields.map((f) => f.prop)
     for (const prop of props) {
       if (data[prop] === undefined || data[prop] === null) throw new InvalidValueError(meta.name, prop, data[prop], `is the upsert's key (onConflict): give it a value`)
     }
@@ -40,7 +42,7 @@ export class Upserts {
       for (const [i, prop] of props.entries()) {
         const value = read(prop)
         if (value === undefined || value === null) return undefined
-        const field = key === 'id' ? undefined : key[i]!
+        const field = fields?.[i]
         if (field?.ref) {
           const target = stateOf(value)
           if (target?.id === undefined) return undefined
@@ -50,13 +52,13 @@ export class Upserts {
       return parts.join('\u0000')
     }
     // Checked like create's and assign's values before the search, so a bad key is an error, not a miss.
-    if (key !== 'id') for (const field of key) this.host.checkNew(meta, field, data[field.prop])
+    if (fields !== undefined) for (const field of fields) this.host.checkNew(meta, field, data[field.prop])
     const wanted = keyText((prop) => data[prop])
     const heldKey = (entity: HasState): string | undefined => {
       const state = entity[STATE]
-      return keyText((prop) => (prop === meta.id.prop ? state.id : state.values[prop]))
+      return keyText((prop) => (fields === undefined ? state.id : state.values[prop]))
     }
-    const index = this.keyIndex(meta, props, heldKey, key !== 'id' && key.some((f) => f.type.mutable))
+    const index = this.keyIndex(meta, props, heldKey, fields !== undefined && fields.some((f) => f.type.mutable))
     for (const entity of wanted === undefined ? [] : index.find(this.host.map, wanted)) {
       const state = entity[STATE]
       if (state.status === 'detached' || heldKey(entity) !== wanted) continue
@@ -99,7 +101,8 @@ function conflictKey(meta: EntityMeta, onConflict: unknown): readonly FieldMeta[
   if (props === undefined || props.length === 0) {
     throw new InvalidValueError(meta.name, 'onConflict', onConflict, 'expected a unique property, or the properties of a unique key')
   }
-  if (props.length === 1 && props[0] === meta.id.prop) {
+  if (meta.key && sameProps(props, meta.key)) return 'id'
+  if (props.length === 1 && props[0] === meta.id.prop && !meta.key) {
     if (meta.id.strategy === 'provided') return 'id'
     throw new InvalidValueError(meta.name, 'onConflict', onConflict, `${meta.name}'s ids come from ${meta.id.strategy === 'sequence' ? 'its sequence' : 'create()'}: upsert by a unique key`)
   }
@@ -111,3 +114,6 @@ function conflictKey(meta: EntityMeta, onConflict: unknown): readonly FieldMeta[
   }
   return key
 }
+
+/** Whether `props` name exactly the fields of `key`, in any order. */
+const sameProps = (props: readonly string[], key: readonly FieldMeta[]): boolean => props.length === key.length && key.every((f) => props.includes(f.prop))

@@ -9,7 +9,8 @@ import { isServerError } from '../drivers/protocol/pg-error.js'
 import { aggregateQuery } from './aggregate.js'
 import { pageQuery } from './pages.js'
 import { entityRows, rawStatement, withoutExtra, type RawSql } from './raw.js'
-import type { Entity, EntityName, IdOf, RelationName } from '../schema/infer.js'
+import type { Entity, EntityName, IdOf, KeyOf, RelationName } from '../schema/infer.js'
+import { idOfInput, keyObject, tupleOfValues } from '../entities/composite-key.js'
 import { renderCount, renderExists, renderFind } from '../sql/render-select.js'
 import { Loader, pathTree } from './loader.js'
 import { findAlong } from './populate-along.js'
@@ -65,17 +66,16 @@ export abstract class EntityReads<D extends SchemaDefs> {
    * query. With `{ lock }` (inside `em.transaction()`), the row is read and locked even when the
    * entity is already here, and the entity takes the row's values but for its unflushed changes.
    */
-  async load<K extends EntityName<D>>(name: K, id: IdOf<D, K>, options: LockOptions & DeletedOptions = {}): Promise<Entity<D, K>> {
-    const found = await this.tryLoad(name, id, options)
-    if (!found) throw new NotFoundError(name, id)
+  async load<K extends EntityName<D>>(name: K, key: KeyOf<D, K>, options: LockOptions & DeletedOptions = {}): Promise<Entity<D, K>> {
+    const found = await this.tryLoad(name, key, options)
+    if (!found) throw new NotFoundError(name, key)
     return found
   }
 
   /** Like `load`, but resolves with undefined when there is no such row. */
-  async tryLoad<K extends EntityName<D>>(name: K, id: IdOf<D, K>, options: LockOptions & DeletedOptions = {}): Promise<Entity<D, K> | undefined> {
+  async tryLoad<K extends EntityName<D>>(name: K, key: KeyOf<D, K>, options: LockOptions & DeletedOptions = {}): Promise<Entity<D, K> | undefined> {
     const meta = this.schema.meta(name)
-    const reason = meta.id.type.check(id)
-    if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
+    const id = idOfInput(meta, key)
     const lock = rowLock(meta.name, options, this.uow.journal !== undefined)
     const withDeleted = withDeletedOf(meta, options)
     const found = lock === undefined ? await this.loader.byId(meta, id) : await lockingRead(meta, () => this.loader.byIdLocked(meta, id, lock))
@@ -85,11 +85,9 @@ export abstract class EntityReads<D extends SchemaDefs> {
   }
 
   /** A reference to a row by id, without reading it: set it on a many-to-one, or remove it. */
-  ref<K extends EntityName<D>>(name: K, id: IdOf<D, K>): Entity<D, K> {
+  ref<K extends EntityName<D>>(name: K, key: KeyOf<D, K>): Entity<D, K> {
     const meta = this.schema.meta(name)
-    const reason = meta.id.type.check(id)
-    if (reason) throw new InvalidValueError(meta.name, meta.id.prop, id, reason)
-    return this.uow.reference(meta, id) as unknown as Entity<D, K>
+    return this.uow.reference(meta, idOfInput(meta, key)) as unknown as Entity<D, K>
   }
 
   /** Entities whose properties match `where` (see Where: properties, relations, and, or, not). */
@@ -237,7 +235,10 @@ export abstract class EntityReads<D extends SchemaDefs> {
 
   /** The id, or undefined for a new sequence-id entity that has none yet (see `create` and `assignIds`). */
   idOf<K extends EntityName<D>>(entity: Entity<D, K>): IdOf<D, K> | undefined {
-    return this.uow.own(entity).id as IdOf<D, K> | undefined
+    const state = this.uow.own(entity)
+    if (state.meta.key === undefined) return state.id as IdOf<D, K> | undefined
+    const tuple = state.id ?? tupleOfValues(state.meta, state.values)
+    return (tuple === undefined ? undefined : keyObject(state.meta, tuple as string)) as IdOf<D, K> | undefined
   }
 
   /** Whether the entity's row has been read (false for references not loaded yet). */

@@ -45,11 +45,14 @@ export function pageQuery(meta: EntityMeta, where: Condition, options: unknown, 
   for (const [prop, direction] of Object.entries(orderBy ?? {})) {
     const column = columnOf(meta, prop)
     if (direction !== 'asc' && direction !== 'desc') throw new InvalidValueError(meta.name, prop, direction, "order must be 'asc' or 'desc'")
-    const field = prop === meta.id.prop ? undefined : meta.fieldByProp.get(prop)
+    const field = prop === meta.id.prop && !meta.key ? undefined : meta.fieldByProp.get(prop)
     keys.push({ quoted: column.quoted, type: field?.type ?? meta.id.type, direction, nullable: field?.nullable ?? false, field })
   }
   // The id breaks ties: the order is total, so a page boundary falls between two rows, never within.
-  if (!keys.some((k) => k.field === undefined)) keys.push({ quoted: meta.id.quoted, type: meta.id.type, direction: 'asc', nullable: false, field: undefined })
+  if (meta.key) {
+    // A composite key breaks them with its columns, those the order does not name already.
+    for (const field of meta.key) if (!keys.some((k) => k.field === field)) keys.push({ quoted: field.quoted, type: field.type, direction: 'asc', nullable: false, field })
+  } else if (!keys.some((k) => k.field === undefined)) keys.push({ quoted: meta.id.quoted, type: meta.id.type, direction: 'asc', nullable: false, field: undefined })
   const order = keys.map((k) => [k.quoted, k.direction] as const)
   const fingerprint = fingerprintOf(meta, where, order)
   let condition = where
@@ -75,7 +78,7 @@ function keysetAfter(keys: readonly Key[], values: readonly (string | null)[], i
   const column = { through: [], column: key.quoted }
   const cast = key.type.sqlType
   const beyond: Condition = { kind: 'compare', column, op: key.direction === 'asc' ? '>' : '<', value: value ?? '', cast }
-  if (i === keys.length - 1) return beyond // the last key is the id: never NULL, never equal
+  if (i === keys.length - 1) return beyond // the last key ends the id (or key): never NULL, never a tie
   const rest = keysetAfter(keys, values, i + 1)
   const isNull: Condition = { kind: 'null', column, negated: false }
   if (value === null) {

@@ -66,7 +66,7 @@ function paramText(what: string, n: number, value: unknown): string | null {
  * entity does not have (`{}` when none): those are an error, as a column it lacks is one.
  */
 export function entityRows(meta: EntityMeta, statement: Statement): Statement {
-  const known = [meta.id.column, ...meta.fields.map((f) => f.column)]
+  const known = [...(meta.key ? [] : [meta.id.column]), ...meta.fields.map((f) => f.column)]
   return {
     text: `with r as (${statement.text}) select ${selectList(meta, 'r')}, (to_jsonb(r) - $${statement.params.length + 1}::text[])::text from r`,
     params: [...statement.params, arrayLiteral(known)],

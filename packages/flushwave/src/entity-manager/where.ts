@@ -160,13 +160,13 @@ function compare(target: Target, op: CompareOp, value: unknown): Condition {
 const castOf = (target: Target): string => target.type.sqlType
 
 function targetOf(meta: EntityMeta, prop: string, through: readonly FieldMeta[]): Target {
-  if (prop === meta.id.prop) return { meta, prop, type: meta.id.type, ref: { through, column: meta.id.quoted }, field: undefined }
+  if (prop === meta.id.prop && !meta.key) return { meta, prop, type: meta.id.type, ref: { through, column: meta.id.quoted }, field: undefined }
   const field = propertyOf(meta, prop)
   return { meta, prop, type: field.type, ref: { through, column: field.quoted }, field }
 }
 
 const isProperty = (meta: EntityMeta, prop: string): boolean =>
-  prop === meta.id.prop || meta.fieldByProp.has(prop) || meta.oneToMany.some((r) => r.prop === prop) || meta.manyToMany.some((r) => r.prop === prop)
+  (prop === meta.id.prop && !meta.key) || meta.fieldByProp.has(prop) || meta.oneToMany.some((r) => r.prop === prop) || meta.manyToMany.some((r) => r.prop === prop)
 
 function propertyOf(meta: EntityMeta, prop: string): FieldMeta {
   const field = meta.fieldByProp.get(prop)
@@ -191,7 +191,7 @@ function textOf(target: Target, value: unknown): string {
 
 /** The own column a property names, for `orderBy`: the id, a column or a many-to-one's key. */
 export function columnOf(meta: EntityMeta, prop: string): { readonly quoted: string } {
-  if (prop === meta.id.prop) return meta.id
+  if (prop === meta.id.prop && !meta.key) return meta.id
   const field = meta.fieldByProp.get(prop)
   if (!field) throw new InvalidValueError(meta.name, prop, undefined, 'is not a column or many-to-one of this entity')
   const kind = field.ref ? 'ordered' : field.type.operators

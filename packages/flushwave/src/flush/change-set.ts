@@ -8,6 +8,7 @@ import { isChanged } from '../entities/dirty.js'
 import { ManyToManyCollection } from '../entities/many-to-many.js'
 import { cascadeInMemory } from './cascade-in-memory.js'
 import { keyed, orderKeyChanges, replacedKeys } from './unique-keys.js'
+import { tupleOfValues } from '../entities/composite-key.js'
 
 /** What a flush writes, and what to record once it committed. */
 export interface ChangeSet {
@@ -39,12 +40,38 @@ export function needingIds(entities: readonly HasState[]): Map<EntityMeta, HasSt
   for (let e = 0; e < entities.length; e++) {
     const entity = entities[e]!
     const state = entity[STATE]
-    if (state.status !== 'new' || state.id !== undefined) continue
+    if (state.status !== 'new' || state.id !== undefined || state.meta.key) continue
     let list = out.get(state.meta)
     if (!list) out.set(state.meta, (list = []))
     list.push(entity)
   }
   return out
+}
+
+/**
+ * New composite-key entities whose key waited for a target's id (see UnitOfWork.composedId): their
+ * tuples, from the ids the flush took, join `assigned`. A key this EntityManager holds already, or
+ * one whose target gets its id only from the flush's own upsert, is refused before anything is sent.
+ */
+export function composeKeys(map: IdentityMap, candidates: readonly HasState[], assigned: Map<HasState, string>): void {
+  const composed = new Map<EntityMeta, Set<string>>()
+  for (let c = 0; c < candidates.length; c++) {
+    const entity = candidates[c]!
+    const state = entity[STATE]
+    if (state.status !== 'new' || state.id !== undefined || !state.meta.key) continue
+    const tuple = tupleOfValues(state.meta, state.values, assigned)
+    if (tuple === undefined) {
+      const waiting = state.meta.key.find((f) => f.ref && (state.values[f.prop] as HasState)[STATE].id === undefined && !assigned.has(state.values[f.prop] as HasState))!
+      throw upsertedTarget(`${label(state)}.${waiting.prop}`, (state.values[waiting.prop] as HasState)[STATE])
+    }
+    const existing = map.get(state.meta, tuple)
+    if (existing && existing !== entity && existing[STATE].status !== 'removed') throw new EntityStateError(`${label(existing[STATE])} is already in this EntityManager`)
+    let seen = composed.get(state.meta)
+    if (!seen) composed.set(state.meta, (seen = new Set()))
+    if (seen.has(tuple)) throw new EntityStateError(`two new ${state.meta.name} entities have the key ${label({ ...state, id: tuple })}`)
+    seen.add(tuple)
+    assigned.set(entity, tuple)
+  }
 }
 
 /**

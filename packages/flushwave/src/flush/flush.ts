@@ -12,7 +12,7 @@ import type { SchemaFacts } from '../schema/derive.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { renderPlan } from '../sql/render-write.js'
 import { serverCountsRows } from '../sql/returning.js'
-import { computeChanges, needingIds, type ChangeSet } from './change-set.js'
+import { composeKeys, computeChanges, needingIds, type ChangeSet } from './change-set.js'
 import { keepShapes } from './kept-shapes.js'
 import { PhaseClock, type FlushPhases } from './phases.js'
 import { followCascades, readBack, readServerValues, regenerated, settleUpserts } from './read-back.js'
@@ -76,6 +76,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   clock.lap('ids')
   let set: ChangeSet
   try {
+    if (ctx.schema.compositeKeys) composeKeys(ctx.uow.map, ctx.candidates, assigned)
     set = computeChanges(ctx.uow.map, ctx.candidates, assigned)
   } catch (error) {
     giveBack(ctx, assigned)
@@ -172,6 +173,7 @@ function giveBack(ctx: FlushContext, assigned: ReadonlyMap<HasState, string>): v
   const byMeta = new Map<EntityMeta, string[]>()
   for (const [entity, id] of assigned) {
     const meta = entity[STATE].meta
+    if (meta.key) continue // a key tuple (composeKeys), not from the pool
     const ids = byMeta.get(meta)
     if (ids) ids.push(id)
     else byMeta.set(meta, [id])

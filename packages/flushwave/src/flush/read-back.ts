@@ -115,7 +115,9 @@ export function settleUpserts(uow: UnitOfWork, ids: IdPool, set: ChangeSet, assi
   for (const [op, list] of returned) {
     if (op.kind !== 'insert' || op.upsert === undefined) continue
     const key = op.upsert.key === 'id' ? (['id'] as const) : op.upsert.key
-    for (const row of list) rows.set(`${op.entity.name}\u0000${key.map((f) => textOf(f === 'id' ? undefined : f, upsertedValue(op, row, f))).join('\u0000')}`, upsertedRow(row))
+    // An id as the unit of work holds it (a composite key's tuple comes back in the server's form).
+    const id = (raw: unknown) => op.entity.id.type.toText(op.entity.id.type.fromDb(raw))
+    for (const row of list) rows.set(`${op.entity.name}\u0000${key.map((f) => (f === 'id' ? id(upsertedValue(op, row, f)) : textOf(f, upsertedValue(op, row, f)))).join('\u0000')}`, upsertedRow(row))
   }
   const deleted = new Set(set.deleted.map((e) => `${e[STATE].meta.name}\u0000${String(e[STATE].id)}`))
   for (const entity of upserted) {
@@ -130,9 +132,9 @@ export function settleUpserts(uow: UnitOfWork, ids: IdPool, set: ChangeSet, assi
       state.status = 'detached'
       continue
     }
-    const id = String(returnedId(row))
-    if (id !== sent && assigned.has(entity)) ids.give(meta, [sent])
-    state.id = meta.id.type.fromDb(id)
+    state.id = meta.id.type.fromDb(returnedId(row))
+    const id = meta.id.type.toText(state.id)
+    if (id !== sent && assigned.has(entity) && !meta.key) ids.give(meta, [sent])
     state.poolId = false
     // The row this upsert met was deleted later in the same flush (a reference to it removed).
     if (deleted.has(`${meta.name}\u0000${id}`)) {

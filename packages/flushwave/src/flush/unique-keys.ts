@@ -49,13 +49,15 @@ export function replacedKeys(
   const unread: HasState[] = []
   for (const entity of removed) {
     const state = entity[STATE]
-    if (state.snapshot === undefined) {
+    const snapshot = state.snapshot
+    // A stub knows only its key (a composite key's references among it): its other references are unread.
+    if (snapshot === undefined || state.meta.fields.some((f) => f.ref && !(f.prop in snapshot))) {
       unread.push(entity)
       continue
     }
     for (const field of state.meta.fields) {
       if (!field.ref) continue
-      const target = state.snapshot[field.prop] as HasState | null | undefined
+      const target = snapshot[field.prop] as HasState | null | undefined
       if (!target) continue
       const list = referrers.get(target)
       if (list) list.push(entity)

@@ -4,6 +4,7 @@
  */
 export { asText, declaredType, plain, writeText, type ColumnType, type OperatorKind, type Wire } from './types/column-type.js'
 export { array, parseArrayLiteral } from './types/arrays.js'
+export { keyParts, keyTuple, keyTupleType } from './types/key-tuple.js'
 export { bytea } from './types/bytes.js'
 export { custom, type CustomTypeSpec } from './types/custom.js'
 export { jsonb } from './types/json.js'

@@ -5,8 +5,9 @@ import type { EntityMeta, FieldMeta, IdMeta, ManyToManyMeta, OneToManyMeta } fro
 import { snakeCase } from './naming.js'
 import { tableOrder } from './table-order.js'
 import { deriveFacts, type SchemaFacts } from './derive.js'
+import { keyTupleType, type ColumnType } from './column-types.js'
 
-export interface EntityDef<P extends Record<string, AnyProp> = Record<string, AnyProp>> {
+export interface EntityDef<P extends Record<string, AnyProp> = Record<string, AnyProp>, K extends string = string> {
   readonly table: string
   /** The PostgreSQL schema (namespace) of its table; unset: the connection's search path finds it. */
   readonly schema?: string | undefined
@@ -15,14 +16,16 @@ export interface EntityDef<P extends Record<string, AnyProp> = Record<string, An
   readonly unique: readonly (readonly string[])[]
   /** The nullable timestamp property that marks a row deleted (`em.remove` sets it), when soft-deleted. */
   readonly softDelete?: string | undefined
+  /** The properties of a composite primary key (`entity(…, { primaryKey })`), when it has one. */
+  readonly primaryKey?: readonly K[] | undefined
 }
 
 export type SchemaDefs = Record<string, EntityDef>
 
 /** The properties a unique key may name: columns and many-to-one references. */
-type KeyProp<P> = { [F in keyof P]: P[F] extends Column<unknown, boolean, boolean> | ManyToOne<string, boolean, boolean> ? F : never }[keyof P] & string
+type KeyProp<P> = { [F in keyof P]: P[F] extends Column<unknown, boolean, boolean, boolean, unknown> | ManyToOne<string, boolean, boolean> ? F : never }[keyof P] & string
 
-export interface EntityOptions<P> {
+export interface EntityOptions<P, K extends string = never> {
   /** Unique keys over several columns: `unique: [['order', 'sku']]` is `unique (order_id, sku)`. */
   readonly unique?: readonly (readonly KeyProp<P>[])[]
   /**
@@ -35,15 +38,23 @@ export interface EntityOptions<P> {
    * the flush instead of deleting the row, and reads leave such rows out unless `withDeleted`.
    */
   readonly softDelete?: TimeProp<P>
+  /**
+   * A primary key over several columns (or one column that is also a many-to-one), instead of an
+   * id property: `primaryKey: ['student', 'course']` is `primary key (student_id, course_id)`.
+   * Its properties are columns of a key type or many-to-ones, not nullable, set by `create` and
+   * never changed; `em.load` and `em.ref` take `{ student, course }`.
+   */
+  readonly primaryKey?: readonly K[]
 }
 
 /** The nullable time columns an entity may mark deleted rows with. */
 type TimeProp<P> = { [F in keyof P]: P[F] extends Column<Date, true, boolean> ? F : never }[keyof P] & string
 
 /** Declares an entity: its table, its properties built with `t`, and keys over several columns. */
-export function entity<const P extends Record<string, AnyProp>>(table: string, props: P, options: EntityOptions<P> = {}): EntityDef<P> {
+export function entity<const P extends Record<string, AnyProp>, const K extends KeyProp<P> = never>(table: string, props: P, options: EntityOptions<P, K> = {}): EntityDef<P, NoInfer<K>> {
   if (options.schema !== undefined && (typeof options.schema !== 'string' || options.schema === '')) throw new SchemaError(`entity ${JSON.stringify(table)}: schema must be a non-empty name`)
-  return Object.freeze({ table, schema: options.schema, props, unique: Object.freeze((options.unique ?? []).map((key) => Object.freeze([...key]))), softDelete: options.softDelete })
+  const primaryKey = options.primaryKey === undefined ? undefined : Object.freeze([...options.primaryKey])
+  return Object.freeze({ table, schema: options.schema, props, unique: Object.freeze((options.unique ?? []).map((key) => Object.freeze([...key]))), softDelete: options.softDelete, primaryKey })
 }
 
 /** A table's name in messages and results (`billing.invoice`), and as statements write it (`"billing"."invoice"`). */
@@ -58,6 +69,7 @@ export class Schema<D extends SchemaDefs = SchemaDefs> implements SchemaFacts {
   readonly insertOrder: readonly EntityMeta[]
   readonly childrenFirst: readonly EntityMeta[]
   readonly links: readonly ManyToManyMeta[]
+  readonly compositeKeys: boolean
 
   constructor(readonly defs: D) {
     this.entities = resolve(defs)
@@ -65,6 +77,7 @@ export class Schema<D extends SchemaDefs = SchemaDefs> implements SchemaFacts {
     const facts = deriveFacts(this.insertOrder)
     this.childrenFirst = facts.childrenFirst
     this.links = facts.links
+    this.compositeKeys = facts.compositeKeys
     for (const meta of this.entities.values()) Object.freeze(meta)
   }
 
@@ -110,7 +123,7 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
       if (RESERVED.has(prop)) throw new SchemaError(`${name}.${prop}: \`${prop}\` is reserved, as conditions combine with and, or and not: name the property otherwise (.column('${prop}') keeps the column)`)
       const spec = builder.spec
       if (spec.kind === 'column') d.fields.push(columnField(prop, spec))
-      if (spec.kind === 'manyToOne') d.fields.push(referenceField(prop, spec, target(name, prop, spec.target)))
+      if (spec.kind === 'manyToOne') d.fields.push(referenceField(prop, spec, target(name, prop, spec.target), name))
     }
   }
   // Pass 2: collections, which point at fields resolved above.
@@ -127,7 +140,7 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
     }
   }
   for (const d of drafts.values()) {
-    const columns = new Set([d.meta.id.column])
+    const columns = new Set(d.meta.key ? [] : [d.meta.id.column])
     for (const field of d.fields) {
       if (columns.has(field.column)) throw new SchemaError(`${d.meta.name}: column "${field.column}" is defined twice`)
       columns.add(field.column)
@@ -138,6 +151,7 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
     if (versions.length > 1) throw new SchemaError(`${d.meta.name} has ${versions.length} version columns; one at most`)
     ;(d.meta as { version: FieldMeta | undefined }).version = versions[0]
     ;(d.meta as { softDelete: FieldMeta | undefined }).softDelete = softDeleteField(d, defs[d.meta.name]!)
+    if (d.meta.key) (d.meta.key as FieldMeta[]).push(...primaryKey(d, defs[d.meta.name]!))
     Object.freeze(d.fields)
   }
   return new Map([...drafts].map(([name, d]) => [name, d.meta]))
@@ -153,6 +167,38 @@ function softDeleteField(d: Draft, def: EntityDef): FieldMeta | undefined {
   }
   return field
 }
+
+/**
+ * The fields `{ primaryKey }` names, checked: columns of a type keys can have or many-to-ones, not
+ * nullable, filled by the application (no server value, no version), none named twice.
+ */
+function primaryKey(d: Draft, def: EntityDef): FieldMeta[] {
+  const props = def.primaryKey ?? []
+  const name = d.meta.name
+  if (!Array.isArray(props) || props.length === 0) throw new SchemaError(`${name}: primaryKey lists one property or more, got ${JSON.stringify(props)}`)
+  if (new Set(props).size !== props.length) throw new SchemaError(`${name}: primaryKey ${JSON.stringify(props)} names a property twice`)
+  return props.map((prop) => {
+    const field = d.fieldByProp.get(prop)
+    const why = !field
+      ? 'which is not a column or many-to-one of it'
+      : field.nullable
+        ? 'which is nullable'
+        : field.serverDefault || field.generated
+          ? 'which the server fills'
+          : field.version
+            ? 'which is its version'
+            : field.ref === undefined && !KEY_PART_TYPES.has(field.type.sqlType) && field.enumValues === undefined
+              ? `a ${field.type.sqlType} column (a key part is ${[...KEY_PART_TYPES].join(', ')}, an enum or a many-to-one)`
+              : d.meta.softDelete === field
+                ? 'which marks its deleted rows'
+                : undefined
+    if (why) throw new SchemaError(`${name}: primaryKey names ${JSON.stringify(prop)}, ${why}`)
+    return field!
+  })
+}
+
+/** Column types a part of a composite key can have: compared exactly by their text, never changed in place (as ids: builders.ts). */
+const KEY_PART_TYPES = new Set(['int2', 'int4', 'int8', 'text', 'varchar', 'bpchar', 'uuid'])
 
 /** Every unique key of an entity: each `.unique()` column, then each key of `entity(…, { unique })`, checked. */
 function uniqueKeys(d: Draft, def: EntityDef): (readonly FieldMeta[])[] {
@@ -183,11 +229,15 @@ function claim(tables: Map<string, string>, table: string, owner: string): void 
 
 function draft(name: string, def: EntityDef): Draft {
   const ids = Object.entries(def.props).filter(([, b]) => b.spec.kind === 'id')
-  if (ids.length !== 1) throw new SchemaError(`${name} must have exactly one id property (t.id() or t.uuidId()), found ${ids.length}`)
-  const [idProp, idBuilder] = ids[0]!
-  const idSpec = idBuilder.spec as IdSpec
-  const idColumn = idSpec.column ?? snakeCase(idProp)
-  const id: IdMeta = { prop: idProp, column: idColumn, quoted: quoteIdent(idColumn), type: idSpec.type, strategy: idSpec.strategy }
+  if (def.primaryKey !== undefined && ids.length > 0) throw new SchemaError(`${name} has a primaryKey and an id property (${ids[0]![0]}): one or the other`)
+  if (def.primaryKey === undefined && ids.length !== 1) throw new SchemaError(`${name} must have exactly one id property (t.id() or t.uuidId()) or a primaryKey, found ${ids.length}`)
+  let id: IdMeta = COMPOSITE_ID
+  if (def.primaryKey === undefined) {
+    const [idProp, idBuilder] = ids[0]!
+    const idSpec = idBuilder.spec as IdSpec
+    const idColumn = idSpec.column ?? snakeCase(idProp)
+    id = { prop: idProp, column: idColumn, quoted: quoteIdent(idColumn), type: idSpec.type, strategy: idSpec.strategy }
+  }
   const fields: FieldMeta[] = []
   const oneToMany: OneToManyMeta[] = []
   const manyToMany: ManyToManyMeta[] = []
@@ -198,6 +248,8 @@ function draft(name: string, def: EntityDef): Draft {
     schema: def.schema,
     bareTable: def.table,
     id,
+    // Filled once the fields are resolved (primaryKey).
+    key: def.primaryKey === undefined ? undefined : [],
     fields,
     fieldByProp,
     oneToMany,
@@ -221,6 +273,12 @@ function draft(name: string, def: EntityDef): Draft {
   return { meta, fields, fieldByProp, oneToMany, manyToMany }
 }
 
+/**
+ * The id of an entity with a composite primary key: no column or property of its own. Its values
+ * are key tuples (keyTupleType), and it is kept as a provided id is: the application chooses the key.
+ */
+const COMPOSITE_ID: IdMeta = Object.freeze({ prop: '', column: '', quoted: '', type: keyTupleType as ColumnType<unknown>, strategy: 'provided' })
+
 function columnField(prop: string, spec: ColumnSpec): FieldMeta {
   const column = spec.column ?? snakeCase(prop)
   return {
@@ -240,7 +298,8 @@ function columnField(prop: string, spec: ColumnSpec): FieldMeta {
   }
 }
 
-function referenceField(prop: string, spec: ManyToOneSpec, target: EntityMeta): FieldMeta {
+function referenceField(prop: string, spec: ManyToOneSpec, target: EntityMeta, owner: string): FieldMeta {
+  if (target.key) throw new SchemaError(`${owner}.${prop} refers to ${target.name}, whose primary key has several columns: a many-to-one refers to an entity with an id property`)
   const column = spec.column ?? `${snakeCase(prop)}_${target.id.column}`
   return {
     prop,
@@ -270,6 +329,8 @@ function oneToMany(owner: EntityMeta, prop: string, spec: OneToManySpec, target:
 }
 
 function manyToMany(owner: EntityMeta, prop: string, spec: ManyToManySpec, target: EntityMeta): ManyToManyMeta {
+  const keyed = owner.key ? owner : target.key ? target : undefined
+  if (keyed) throw new SchemaError(`${owner.name}.${prop}: ${keyed.name} has a composite primary key; a many-to-many joins entities with id properties (make the join table an entity of its own)`)
   const bare = spec.table ?? `${owner.bareTable}_${target.bareTable}`
   const ownColumn = spec.ownColumn ?? `${owner.bareTable}_${owner.id.column}`
   const targetColumn = spec.targetColumn ?? `${target.bareTable}_${target.id.column}`

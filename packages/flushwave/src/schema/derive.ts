@@ -12,6 +12,8 @@ export interface SchemaFacts {
   readonly links: readonly ManyToManyMeta[]
   /** The insert order reversed: children before their parents. */
   readonly childrenFirst: readonly EntityMeta[]
+  /** Some entity has a composite primary key (its new entities' keys may wait for the flush). */
+  readonly compositeKeys: boolean
 }
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] }
@@ -41,10 +43,10 @@ export function deriveFacts(order: readonly EntityMeta[]): Omit<SchemaFacts, 'in
     // The change set groups new rows by a bit per such column, in a number (exact to 2^53).
     if (m.serverValued.length > MAX_SERVER_VALUED) throw new SchemaError(`${meta.name} has ${m.serverValued.length} server-filled columns (serverDefault or generated); at most ${MAX_SERVER_VALUED}`)
     m.generated = meta.fields.filter((f) => f.generated)
-    m.creatable = new Set([meta.id.prop, ...meta.fields.filter((f) => !f.generated).map((f) => f.prop), ...meta.manyToMany.map((l) => l.prop)])
+    m.creatable = new Set([...(meta.key ? [] : [meta.id.prop]), ...meta.fields.filter((f) => !f.generated).map((f) => f.prop), ...meta.manyToMany.map((l) => l.prop)])
     m.referrers = referrers.get(meta)!
     m.linkSides = sides.get(meta)!
     m.fixUps = meta.fields.flatMap((f: FieldMeta, i): FixUp[] => (f.ref?.fixUp ? [[f, i]] : []))
   }
-  return { links, childrenFirst }
+  return { links, childrenFirst, compositeKeys: order.some((meta) => meta.key !== undefined) }
 }

@@ -67,10 +67,34 @@ export type EntityOf<S extends Schema, K extends EntityName<DefsOf<S>>> = Entity
 /** Any entity of schema D. */
 export type AnyEntity<D extends SchemaDefs> = { [K in EntityName<D>]: Entity<D, K> }[EntityName<D>]
 
-/** The id value type of entity K. */
-export type IdOf<D extends SchemaDefs, K extends EntityName<D>> = {
-  [F in keyof PropsOf<D, K>]: PropsOf<D, K>[F] extends Id<infer T, IdStrategy> ? T : never
-}[keyof PropsOf<D, K>]
+/** The properties of K's composite primary key (`entity(…, { primaryKey })`); never for an entity with an id property. */
+export type KeyPropsOf<D extends SchemaDefs, K extends EntityName<D>> = NonNullable<D[K]['primaryKey']>[number]
+
+/**
+ * The id value type of entity K: its id property's type; for a composite primary key, an object of
+ * the key's values (a many-to-one's as its target's id): `{ student: 7, course: 'fr-101' }`.
+ */
+export type IdOf<D extends SchemaDefs, K extends EntityName<D>> = [KeyPropsOf<D, K>] extends [never]
+  ? {
+      [F in keyof PropsOf<D, K>]: PropsOf<D, K>[F] extends Id<infer T, IdStrategy> ? T : never
+    }[keyof PropsOf<D, K>]
+  : { readonly [F in KeyPropsOf<D, K>]: KeyPartValue<D, PropsOf<D, K>[F], false> }
+
+/** What `em.load` and `em.ref` take for K: its id, or for a composite key its values, a many-to-one's as an entity or an id. */
+export type KeyOf<D extends SchemaDefs, K extends EntityName<D>> = [KeyPropsOf<D, K>] extends [never]
+  ? IdOf<D, K>
+  : { readonly [F in KeyPropsOf<D, K>]: KeyPartValue<D, PropsOf<D, K>[F], true> }
+
+type KeyPartValue<D extends SchemaDefs, P, AsEntity extends boolean> =
+  P extends ManyToOne<infer Target, boolean, boolean>
+    ? Target extends EntityName<D>
+      ? AsEntity extends true
+        ? Entity<D, Target> | IdOf<D, Target>
+        : IdOf<D, Target>
+      : never
+    : P extends Column<infer T, boolean, boolean, boolean, unknown>
+      ? T
+      : never
 
 type RequiredOnCreate<P> = {
   [F in keyof P]: P[F] extends Column<unknown, false, false, boolean> | ManyToOne<string, false, false> | Id<unknown, 'provided'> ? F : never

@@ -12,7 +12,13 @@ export interface EntityMeta {
   readonly schema: string | undefined
   /** The table's own name, without its schema. */
   readonly bareTable: string
+  /**
+   * The id: its own column, or for a composite primary key (`key`) a tuple of the key's values
+   * (`keyTuple`), kept as a provided id is, with no column, property or SQL of its own.
+   */
   readonly id: IdMeta
+  /** The fields of a composite primary key, in key order; undefined for an entity with an id property. */
+  readonly key: readonly FieldMeta[] | undefined
   /** Stored columns other than the id, in declaration order: scalars and many-to-one FKs. */
   readonly fields: readonly FieldMeta[]
   readonly fieldByProp: ReadonlyMap<string, FieldMeta>

@@ -1,6 +1,7 @@
 import { rootIds, type CascadeDeleteOp, type CascadeNullOp, type CascadeSoftDeleteOp, type LiveGuardOp, type UnlinkCycleOp, type DeleteOp, type RowSet } from '../plan/ops.js'
 import { idColumn } from './returning.js'
 import { arrayLiteral } from './array-literal.js'
+import { keyEquals, keyText, keyType, keyValue } from './keys.js'
 import { deleteFound, foundInIdOrder, LIVE_MARK, lockedInIdOrder, matches, orBelow, staleCheck, updateFound } from './row-sets.js'
 import { cached, writesOneRow } from './write-values.js'
 
@@ -8,25 +9,25 @@ import { cached, writesOneRow } from './write-values.js'
 
 export function renderDelete(op: DeleteOp) {
   const e = op.entity
-  if (writesOneRow(op)) return { text: cached(e, 'delete-one', () => `delete from ${e.quotedTable} where ${e.id.quoted} = $1::${e.id.type.sqlType}`), params: [op.ids[0]!] }
+  if (writesOneRow(op)) return { text: cached(e, 'delete-one', () => (e.key ? `delete from ${e.quotedTable} as t where ${keyEquals(e, 't', '$1')}` : `delete from ${e.quotedTable} where ${e.id.quoted} = $1::${e.id.type.sqlType}`)), params: [op.ids[0]!] }
   const roots: RowSet = { kind: 'ids', entity: e, ids: op.ids }
   if (!op.versions || !e.version) {
     const text =
       e.treeFields.length === 0
-        ? `with d as (${lockedInIdOrder(e, `unnest($1::${e.id.type.sqlType}[]) as a(k)`, 'update')}) delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k`
+        ? `with d as (${lockedInIdOrder(e, `unnest($1::${keyType(e)}[]) as a(k)`, 'update')}) delete from ${e.quotedTable} as t using d where ${keyEquals(e, 't', 'd.k')}`
         : deleteFound(e, orBelow(`t.${e.id.quoted} = any($1::${e.id.type.sqlType}[])`, roots))
-    return { text, params: [arrayLiteral(op.ids, e.id.type.sqlType)] }
+    return { text, params: [arrayLiteral(op.ids, keyType(e))] }
   }
   const v = e.version
-  const a = `with a as (select * from unnest($1::${e.id.type.sqlType}[], $2::${v.type.sqlType}[]) as a(k, ver)), `
-  const params = [arrayLiteral(op.ids, e.id.type.sqlType), arrayLiteral(op.versions, v.type.sqlType)]
+  const a = `with a as (select * from unnest($1::${keyType(e)}[], $2::${v.type.sqlType}[]) as a(k, ver)), `
+  const params = [arrayLiteral(op.ids, keyType(e)), arrayLiteral(op.versions, v.type.sqlType)]
   if (e.treeFields.length === 0) {
     return {
       text:
         a +
         `d as (${lockedInIdOrder(e, 'a', 'update')}), ` +
-        `w as (delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` +
-        staleCheck(e.table),
+        `w as (delete from ${e.quotedTable} as t using d where ${keyEquals(e, 't', 'd.k')} and t.${v.quoted} = d.ver returning ${keyValue(e, 't')} as k) ` +
+        staleCheck(e),
       params,
     }
   }
@@ -38,7 +39,7 @@ export function renderDelete(op: DeleteOp) {
       a +
       `d as (${foundInIdOrder(e, removed, 'update')}), ` +
       `w as (delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k returning t.${e.id.quoted} as k) ` +
-      `select w.k::text from (${staleCheck(e.table)}) as x(stale) left join w on x.stale is null`,
+      `select w.k::text from (${staleCheck(e)}) as x(stale) left join w on x.stale is null`,
     params,
   }
 }
@@ -91,7 +92,7 @@ export function renderLiveGuard(op: LiveGuardOp) {
   const live = entity.softDelete ? ` and t.${entity.softDelete.quoted} is null` : ''
   const mark = `${LIVE_MARK}${entity.table}.${field.column}`.replace(/'/g, "''")
   return {
-    text: `select ('${mark}:' || t.${entity.id.quoted}::text)::int4 from ${entity.quotedTable} as t where ${matches(`t.${field.quoted}`, parent)}${live} limit 1`,
+    text: `select ('${mark}:' || ${keyText(entity, 't')})::int4 from ${entity.quotedTable} as t where ${matches(`t.${field.quoted}`, parent)}${live} limit 1`,
     params: [arrayLiteral(rootIds(op.rows))],
   }
 }

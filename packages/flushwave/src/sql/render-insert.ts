@@ -11,7 +11,8 @@ export function renderInsert(op: InsertOp, shared: readonly Text[] | undefined) 
   const e = op.entity
   const omit = op.omit ?? NONE
   const oneRow = writesOneRow(op)
-  const params: Text[] = [oneRow ? op.ids[0]! : arrayLiteral(op.ids, e.id.type.sqlType)]
+  // A composite key's values are fields: its tuple (the op's id) is not sent.
+  const params: Text[] = e.key ? [] : [oneRow ? op.ids[0]! : arrayLiteral(op.ids, e.id.type.sqlType)]
   for (let i = 0, o = 0; i < op.columns.length; i++) {
     if (omit[o] === i) {
       o++
@@ -34,16 +35,19 @@ export function renderInsert(op: InsertOp, shared: readonly Text[] | undefined) 
 
 const NONE: readonly number[] = []
 
-const columnNames = (e: EntityMeta, omit = NONE): string => [e.id.quoted, ...e.fields.filter((_, i) => !omit.includes(i)).map((f) => f.quoted)].join(', ')
+const columnNames = (e: EntityMeta, omit = NONE): string => [...(e.key ? [] : [e.id.quoted]), ...e.fields.filter((_, i) => !omit.includes(i)).map((f) => f.quoted)].join(', ')
 
 /** Each written column's parameter, in order after the id's ($1); `where … is not null`: run with nulls (warm-up prepares shapes by running them) it inserts nothing. */
 function selectOne(e: EntityMeta, omit: readonly number[]): string {
-  const id = `$1::${e.id.type.sqlType}`
-  const values = [id]
+  const values = e.key ? [] : [`$1::${e.id.type.sqlType}`]
+  // A composite key's first column is never null either.
+  let key = values[0]
   e.fields.forEach((f, i) => {
-    if (!omit.includes(i)) values.push(`$${values.length + 1}::${f.type.sqlType}`)
+    if (omit.includes(i)) return
+    values.push(`$${values.length + 1}::${f.type.sqlType}`)
+    if (f === e.key?.[0]) key = values[values.length - 1]
   })
-  return `select ${values.join(', ')} where ${id} is not null`
+  return `select ${values.join(', ')} where ${key!} is not null`
 }
 
 /**
@@ -51,10 +55,10 @@ function selectOne(e: EntityMeta, omit: readonly number[]): string {
  * none is omitted); in the shared form, a decoded field's is a scalar, read once (sharedDecoded).
  */
 function unnestSelect(e: EntityMeta, shared: boolean, omit = NONE): string {
-  const arrays = [`$1::${e.id.type.sqlType}[]`]
-  const names = ['c0']
-  const values = ['d.c0']
-  let p = 1
+  const arrays = e.key ? [] : [`$1::${e.id.type.sqlType}[]`]
+  const names = e.key ? [] : ['c0']
+  const values = e.key ? [] : ['d.c0']
+  let p = arrays.length
   e.fields.forEach((f, i) => {
     if (omit.includes(i)) return
     p++
@@ -77,7 +81,7 @@ function unnestSelect(e: EntityMeta, shared: boolean, omit = NONE): string {
  * row written returns its id and every column, as text where a driver could parse it otherwise.
  */
 function onConflict(e: EntityMeta, spec: UpsertSpec): string {
-  const key = spec.key === 'id' ? [e.id.quoted] : spec.key.map((f) => f.quoted)
+  const key = spec.key !== 'id' ? spec.key.map((f) => f.quoted) : e.key ? e.key.map((f) => f.quoted) : [e.id.quoted]
   const sets = spec.update.length > 0 ? spec.update.map((f) => `${f.quoted} = excluded.${f.quoted}`) : [`${key[0]} = excluded.${key[0]}`]
   if (e.version) sets.push(`${e.version.quoted} = t.${e.version.quoted} + 1`)
   return `on conflict (${key.join(', ')}) do update set ${sets.join(', ')} returning ${upsertColumns(e)}`

@@ -2,6 +2,7 @@ import type { EntityMeta, FieldMeta, ManyToManyMeta, OneToManyMeta } from '../sc
 import { quoteIdent } from '../schema/quote.js'
 import type { Condition } from './conditions.js'
 import type { SelectOptions } from './render-select.js'
+import { keyAmong, keyText } from './keys.js'
 import type { Statement } from './statement.js'
 import { Params, Scope, whereClause } from './render-where.js'
 import { live } from './live-rows.js'
@@ -58,7 +59,7 @@ export function foundRows(entity: EntityMeta, where: Condition, options: SelectO
     if (options.orderBy?.length) text += ` order by ${options.orderBy.map(([c, d]) => `${r}.${c} ${d}`).join(', ')}`
     if (options.limit !== undefined) text += ` limit ${w.params.bind(String(options.limit), 'int8')}`
     if (options.offset !== undefined && options.offset > 0) text += ` offset ${w.params.bind(String(options.offset), 'int8')}`
-    const columns = [entity.id, ...entity.fields].map((f) => `${r}.${f.quoted}`).join(', ')
+    const columns = [entity.key ? keyText(entity, r) : `${r}.${entity.id.quoted}`, ...entity.fields.map((f) => `${r}.${f.quoted}`)].join(', ')
     return w.add('f', rowColumns(entity), `select ${columns} from ${scope.from()}${text}`)
   }
 }
@@ -68,7 +69,7 @@ export function manyToOneIds(owner: EntityMeta, field: FieldMeta, owners: IdSet)
   return (w) => {
     const from = w.once(owners)
     const o = w.params.alias('o')
-    return w.add('f', ['id'], `select ${o}.${field.quoted} from ${owner.quotedTable} as ${o} where ${o}.${owner.id.quoted} in (select id from ${from})`)
+    return w.add('f', ['id'], `select ${o}.${field.quoted} from ${owner.quotedTable} as ${o} where ${keyAmong(owner, o, 'id', `from ${from}`)}`)
   }
 }
 
@@ -77,7 +78,7 @@ export function oneToManyIds(relation: OneToManyMeta, owners: IdSet): IdSet {
   return (w) => {
     const from = w.once(owners)
     const c = w.params.alias('c')
-    return w.add('f', ['id'], `select ${c}.${relation.target.id.quoted} from ${relation.target.quotedTable} as ${c} where ${c}.${relation.inverse.quoted} in (select id from ${from})`)
+    return w.add('f', ['id'], `select ${keyValueOf(relation.target, c)} from ${relation.target.quotedTable} as ${c} where ${c}.${relation.inverse.quoted} in (select id from ${from})`)
   }
 }
 
@@ -103,6 +104,13 @@ function textRow(entity: EntityMeta, column: (field: { readonly quoted: string }
   return list.join(', ')
 }
 
+/** A column of `entity`'s row `alias` for textRow: a composite key's id is its tuple. */
+const columnOf = (entity: EntityMeta, alias: string) => (field: { readonly quoted: string }): string =>
+  field === entity.id && entity.key ? keyText(entity, alias) : `${alias}.${field.quoted}`
+
+/** An IdSet's `id` of `entity`'s row `alias`: its id column, or its key tuple. */
+const keyValueOf = (entity: EntityMeta, alias: string): string => (entity.key ? keyText(entity, alias) : `${alias}.${entity.id.quoted}`)
+
 /** Branch 0: the rows found, each with its position. */
 export function foundBranch(entity: EntityMeta, found: IdSet): Branch {
   return (w, width) => {
@@ -117,7 +125,7 @@ export function referenceBranch(k: number, target: EntityMeta, ids: IdSet): Bran
   return (w, width) => {
     const from = w.once(ids)
     const t = w.params.alias('t')
-    return `select ${k}, null::text, ${textRow(target, (f) => `${t}.${f.quoted}`, width)} from ${target.quotedTable} as ${t} where ${t}.${target.id.quoted} in (select id from ${from})`
+    return `select ${k}, null::text, ${textRow(target, columnOf(target, t), width)} from ${target.quotedTable} as ${t} where ${t}.${target.id.quoted} in (select id from ${from})`
   }
 }
 
@@ -131,7 +139,7 @@ export function oneToManyBranch(k: number, owner: EntityMeta, relation: OneToMan
     const [p, t] = [w.params.alias('p'), w.params.alias('t')]
     const target = relation.target
     return (
-      `select ${k}, (${owner.id.type.selectExpr(`${p}.id`)})::text, ${textRow(target, (f) => `${t}.${f.quoted}`, width)} from ${distinctIds(ids)} as ${p} ` +
+      `select ${k}, (${owner.id.type.selectExpr(`${p}.id`)})::text, ${textRow(target, columnOf(target, t), width)} from ${distinctIds(ids)} as ${p} ` +
       `left join ${target.quotedTable} as ${t} on ${t}.${relation.inverse.quoted} = ${p}.id${live(target, t)}`
     )
   }

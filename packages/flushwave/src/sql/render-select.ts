@@ -5,6 +5,7 @@ import type { Statement } from './statement.js'
 import type { Condition } from './conditions.js'
 import { Params, Scope, whereClause } from './render-where.js'
 import { live } from './live-rows.js'
+import { keyIn, keyText } from './keys.js'
 
 export interface SelectOptions {
   /** Columns of the entity's own table, quoted, each with its direction. */
@@ -29,14 +30,15 @@ function lockClause(lock: RowLock | undefined): string {
 
 /** `t.id, t.field…`: rows come back as arrays in this order (see `decodeRow`). */
 export function selectList(entity: EntityMeta, alias = 't'): string {
-  let list = entity.id.type.selectExpr(`${alias}.${entity.id.quoted}`)
+  // A composite key's tuple goes first as an id would (keyTupleType reads it), then every field, its columns among them.
+  let list = entity.key ? keyText(entity, alias) : entity.id.type.selectExpr(`${alias}.${entity.id.quoted}`)
   for (const f of entity.fields) list += `, ${f.type.selectExpr(`${alias}.${f.quoted}`)}`
   return list
 }
 
 export function renderLoadByIds(entity: EntityMeta, ids: readonly string[], lock?: RowLock): Statement {
   return {
-    text: `select ${selectList(entity)} from ${entity.quotedTable} as t where t.${entity.id.quoted} = any($1::${entity.id.type.sqlType}[])${lockClause(lock)}`,
+    text: `select ${selectList(entity)} from ${entity.quotedTable} as t where ${keyIn(entity, 't', '$1')}${lockClause(lock)}`,
     params: [arrayLiteral(ids)],
   }
 }

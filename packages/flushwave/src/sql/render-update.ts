@@ -3,6 +3,7 @@ import type { Text } from '../plan/changes.js'
 import { countingColumns } from './returning.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
+import { keyEquals, keyType, keyValue } from './keys.js'
 import { lockedInIdOrder, staleCheck } from './row-sets.js'
 import { cached, decoded, scalarText, sharedField, wireEscaped, wireType, writesOneRow } from './write-values.js'
 
@@ -16,9 +17,9 @@ export function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) 
   // d(k, v1, s1, v2, s2, …, i1, i2, …): the key, then per field its new value and, when only some
   // rows set it, whether this row does; then per counter field the delta to add (with increments only).
   const sets: string[] = []
-  const arrays = [`$1::${e.id.type.sqlType}[]`]
+  const arrays = [`$1::${keyType(e)}[]`]
   const aliases = ['k']
-  const params: (string | null)[] = [arrayLiteral(op.ids, e.id.type.sqlType)]
+  const params: (string | null)[] = [arrayLiteral(op.ids, keyType(e))]
   for (let i = 0; i < e.fields.length; i++) {
     const f = e.fields[i]!
     const mode = modes[i]
@@ -53,7 +54,7 @@ export function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) 
     return {
       text:
         `with d as (${lockedInIdOrder(e, `unnest(${arrays.join(', ')}) as a(${aliases.join(', ')})`, 'no key update')}) ` +
-        `update ${e.quotedTable} as t set ${sets.join(', ')} from d where t.${e.id.quoted} = d.k`,
+        `update ${e.quotedTable} as t set ${sets.join(', ')} from d where ${keyEquals(e, 't', 'd.k')}`,
       params,
     }
   }
@@ -66,8 +67,8 @@ export function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) 
       `with a as (select * from unnest(${arrays.join(', ')}) as a(${aliases.join(', ')})), ` +
       `d as (${lockedInIdOrder(e, 'a', 'no key update')}), ` +
       `w as (update ${e.quotedTable} as t set ${[...sets, `${v.quoted} = t.${v.quoted} + 1`].join(', ')} ` +
-      `from d where t.${e.id.quoted} = d.k and t.${v.quoted} = d.ver returning t.${e.id.quoted} as k) ` +
-      staleCheck(e.table),
+      `from d where ${keyEquals(e, 't', 'd.k')} and t.${v.quoted} = d.ver returning ${keyValue(e, 't')} as k) ` +
+      staleCheck(e),
     params,
   }
 }
@@ -171,6 +172,7 @@ function setColumnsText(e: EntityMeta, op: UpdateOp): string {
   e.fields.forEach((f, i) => {
     if (!f.version && op.columns[i]!.set[0]) sets.push(`${f.quoted} = $${sets.length + 2}::${f.type.sqlType}`)
   })
+  if (e.key) return `update ${e.quotedTable} as t set ${sets.join(', ')} where ${keyEquals(e, 't', '$1')}`
   return `update ${e.quotedTable} set ${sets.join(', ')} where ${e.id.quoted} = $1::${e.id.type.sqlType}`
 }
 
@@ -182,7 +184,7 @@ function everyColumnText(e: EntityMeta): string {
     n += 2
     sets.push(`${f.quoted} = case when $${n}::bool then $${n - 1}::${f.type.sqlType} else t.${f.quoted} end`)
   }
-  return `update ${e.quotedTable} as t set ${sets.join(', ')} where t.${e.id.quoted} = $1::${e.id.type.sqlType}`
+  return `update ${e.quotedTable} as t set ${sets.join(', ')} where ${keyEquals(e, 't', `$1::${e.id.type.sqlType}`)}`
 }
 
 /**
@@ -196,7 +198,7 @@ function renderCounting(op: UpdateOp, counters: readonly FieldMeta[], sets: stri
   const e = op.entity
   const v = e.version
   const { returning, selected } = countingColumns(e, counters)
-  let where = `t.${e.id.quoted} = d.k`
+  let where = keyEquals(e, 't', 'd.k')
   if (v) {
     arrays.push(`$${params.length + 1}::${v.type.sqlType}[]`)
     aliases.push('ver')
@@ -209,7 +211,7 @@ function renderCounting(op: UpdateOp, counters: readonly FieldMeta[], sets: stri
       `with a as (select * from unnest(${arrays.join(', ')}) as a(${aliases.join(', ')})), ` +
       `d as (${lockedInIdOrder(e, 'a', 'no key update')}), ` +
       `w as (update ${e.quotedTable} as t set ${sets.join(', ')} from d where ${where} returning ${returning.join(', ')}) ` +
-      `select ${selected.join(', ')} from (${staleCheck(e.table)}) as x(stale) left join w on x.stale is null`,
+      `select ${selected.join(', ')} from (${staleCheck(e)}) as x(stale) left join w on x.stale is null`,
     params,
   }
 }

@@ -1,5 +1,6 @@
 import type { InsertOp, Op } from '../plan/ops.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
+import { keyText, keyValue } from './keys.js'
 
 /**
  * The rows a flush's statements return, written and read in one place: the renderer asks here what
@@ -45,7 +46,7 @@ export function serverCountsRows(op: Op): boolean {
 }
 
 /** The written row's id as text, for a RETURNING or select list. */
-export const idColumn = (e: EntityMeta, alias: string): string => `${alias}.${e.id.quoted}::text`
+export const idColumn = (e: EntityMeta, alias: string): string => keyText(e, alias)
 
 /** An upsert's RETURNING list: the id, then every field as text where a driver could parse it otherwise. */
 export function upsertColumns(e: EntityMeta): string {
@@ -69,7 +70,7 @@ export const returnedOmitted = (row: readonly unknown[], k: number): unknown => 
  * selects from it, in the order the accessors below read.
  */
 export function countingColumns(e: EntityMeta, counters: readonly FieldMeta[]): { readonly returning: string[]; readonly selected: string[] } {
-  const returning = [`t.${e.id.quoted} as k`]
+  const returning = [`${keyValue(e, 't')} as k`]
   const selected = ['w.k::text']
   counters.forEach((f, c) => {
     returning.push(`${f.type.selectExpr(`t.${f.quoted}`)} as c${c + 1}`)

@@ -2,6 +2,7 @@ import type { LockOp, RowSet } from '../plan/ops.js'
 import { idColumn } from './returning.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { arrayLiteral } from './array-literal.js'
+import { keyEquals, keyOrder, keyType, keyValue, rowOrder } from './keys.js'
 
 /** How write statements find the rows they touch and lock them in id order, and how a version check fails a statement. */
 
@@ -22,7 +23,7 @@ export function lockedInIdOrder(e: EntityMeta, from: string, mode: 'no key updat
 
 /** lockedInIdOrder after its select list: what a lock of the rows alone (renderLock) selects from. */
 export function fromInIdOrder(e: EntityMeta, from: string, mode: 'no key update' | 'update'): string {
-  return `from ${from} join ${e.quotedTable} as x on x.${e.id.quoted} = a.k order by a.k for ${mode} of x`
+  return `from ${from} join ${e.quotedTable} as x on ${keyEquals(e, 'x', 'a.k')} order by ${keyOrder(e, 'a.k')} for ${mode} of x`
 }
 
 /**
@@ -31,17 +32,17 @@ export function fromInIdOrder(e: EntityMeta, from: string, mode: 'no key update'
  * a tree (cascades), whose order the client cannot sort.
  */
 export function foundInIdOrder(e: EntityMeta, condition: string, mode: 'no key update' | 'update'): string {
-  return `select t.${e.id.quoted} as k from ${e.quotedTable} as t where ${condition} order by t.${e.id.quoted} for ${mode} of t`
+  return `select ${keyValue(e, 't')} as k from ${e.quotedTable} as t where ${condition} order by ${rowOrder(e, 't')} for ${mode} of t`
 }
 
 /** Deletes the rows `condition` selects, locked in id order first, and returns their ids. */
 export function deleteFound(e: EntityMeta, condition: string): string {
-  return `with d as (${foundInIdOrder(e, condition, 'update')}) delete from ${e.quotedTable} as t using d where t.${e.id.quoted} = d.k returning ${idColumn(e, 't')}`
+  return `with d as (${foundInIdOrder(e, condition, 'update')}) delete from ${e.quotedTable} as t using d where ${keyEquals(e, 't', 'd.k')} returning ${idColumn(e, 't')}`
 }
 
 /** Sets `sets` (no key column) on the rows `condition` selects, locked in id order first. */
 export function updateFound(e: EntityMeta, condition: string, sets: string): string {
-  return `with d as (${foundInIdOrder(e, condition, 'no key update')}) update ${e.quotedTable} as t set ${sets} from d where t.${e.id.quoted} = d.k`
+  return `with d as (${foundInIdOrder(e, condition, 'no key update')}) update ${e.quotedTable} as t set ${sets} from d where ${keyEquals(e, 't', 'd.k')}`
 }
 
 /**
@@ -49,8 +50,11 @@ export function updateFound(e: EntityMeta, condition: string, sets: string): str
  * written by `w` (its version moved on, or it is gone): the cast of a non-number to int4 raises, so
  * the pipelined COMMIT turns into ROLLBACK and the client never waits to check a row count.
  */
-export function staleCheck(table: string): string {
-  return `select ('${STALE_MARK}${table.replace(/'/g, "''")}:' || string_agg(a.k::text, ',' order by a.k))::int4 from a where a.k not in (select w.k from w)`
+export function staleCheck(e: EntityMeta): string {
+  const mark = `'${STALE_MARK}${e.table.replace(/'/g, "''")}:'`
+  if (!e.key) return `select (${mark} || string_agg(a.k::text, ',' order by a.k))::int4 from a where a.k not in (select w.k from w)`
+  // Key tuples hold commas: listed as a text array of them. `w.k` is each row's key as a text array (keyValue).
+  return `select (${mark} || array_agg(a.k order by ${keyOrder(e, 'a.k')})::text)::int4 from a where a.k::text[] not in (select w.k from w)`
 }
 
 /** Prefix of the error that a version check raises; the executor turns it into OptimisticLockError. */
@@ -63,8 +67,8 @@ export const LIVE_MARK = 'flushwave-live-reference:'
 export function renderLock(op: LockOp) {
   const e = op.entity
   return {
-    text: `select ${fromInIdOrder(e, `unnest($1::${e.id.type.sqlType}[]) as a(k)`, 'no key update')}`,
-    params: [arrayLiteral(op.ids, e.id.type.sqlType)],
+    text: `select ${fromInIdOrder(e, `unnest($1::${keyType(e)}[]) as a(k)`, 'no key update')}`,
+    params: [arrayLiteral(op.ids, keyType(e))],
   }
 }
 

@@ -13,6 +13,7 @@ import {
 } from '../../errors.js'
 import { entityOf, tableOf, type Op } from '../../plan/ops.js'
 import { LIVE_MARK, STALE_MARK } from '../../sql/row-sets.js'
+import { keyTupleType, parseArrayLiteral } from '../../schema/column-types.js'
 import type { ServerError } from '../port.js'
 
 /**
@@ -43,7 +44,9 @@ function staleRows(error: ServerError): string[] | undefined {
   const at = error.message.indexOf(STALE_MARK)
   if (at < 0) return undefined
   const rest = error.message.slice(at + STALE_MARK.length).replace(/"$/, '')
-  return rest.slice(rest.indexOf(':') + 1).split(',')
+  const ids = rest.slice(rest.indexOf(':') + 1)
+  // Composite keys come as a text array of key tuples (see staleCheck).
+  return ids.startsWith('{') ? (parseArrayLiteral(ids) as string[]).map((tuple) => keyTupleType.fromDb(tuple)) : ids.split(',')
 }
 
 /** 25P02: "current transaction is aborted", the echo of an earlier failure in the same pipeline. */
