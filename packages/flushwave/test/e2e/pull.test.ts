@@ -52,13 +52,13 @@ describe('flushwave pull', () => {
     expect(module).toContain(`    day: t.date().nullable(),\n    data: t.bytea().nullable(),\n    label: t.varchar(40).default('x'),`)
     expect(module).toContain(`    score: t.bigint().default(0n),`)
     expect(module).toContain(`    version: t.version(),\n  }, { unique: [['label', 'score']] }),`)
+    expect(module).toContain(`  Pair: entity('pair', {\n    a: t.bigint(),\n    b: t.bigint(),\n    note: t.text().nullable(),\n  }, { primaryKey: ['a', 'b'] }),`)
     expect(module).toContain(`  Device: entity('device', {\n    id: t.uuidId(),\n    owner: t.uuid().nullable(),\n    active: t.boolean().default(true),\n    seen: t.timestamptz().nullable(),\n  }),`)
   })
 
   it('lists what it cannot express, by table and column, at the top', () => {
     const header = module.slice(0, module.indexOf('import '))
     expect(header).toContain('//   extra.mac: type macaddr is not supported; not generated')
-    expect(header).toContain('//   pair: a composite primary key (a, b); not generated')
     expect(header).toContain('//   extra (score, mac): a unique key over a column not generated (mac); not generated')
   })
 
@@ -68,7 +68,7 @@ describe('flushwave pull', () => {
     await writeFile(file, module)
     const pulled = ((await import(file.href)) as { schema: Schema }).schema
     const columns = (s: Schema) =>
-      Object.fromEntries([...s.entities.values()].filter((m) => m.table !== 'extra' && m.table !== 'device').map((m) => [m.table, [m.id.column, ...m.fields.map((f) => `${f.column} ${f.type.sqlType}${f.nullable ? ' null' : ''}`)].sort()]))
+      Object.fromEntries([...s.entities.values()].filter((m) => m.table !== 'extra' && m.table !== 'device' && m.table !== 'pair').map((m) => [m.table, [m.id.column, ...m.fields.map((f) => `${f.column} ${f.type.sqlType}${f.nullable ? ' null' : ''}`)].sort()]))
     expect(columns(pulled)).toEqual(columns(bookstore))
     const links = (s: Schema) => [...s.entities.values()].flatMap((m) => m.manyToMany.map((l) => `${l.table}(${l.ownColumn}, ${l.targetColumn})`))
     expect(links(pulled)).toEqual(links(bookstore))
@@ -370,6 +370,15 @@ describe('flushwave pull of keys and several schemas', () => {
         reading_at timestamptz references reading
       );
       create table billing.note (id serial primary key, body text not null, invoice_id int4 not null references billing.invoice on delete cascade);
+      create table billing.invoice_line (
+        invoice_id int4 not null references billing.invoice on delete cascade,
+        line int2 not null,
+        sku text not null,
+        quantity int4 not null default 1,
+        primary key (invoice_id, line)
+      );
+      create table seat (room_number int4 not null references room, row_label char(1) not null, number int2 not null, primary key (room_number, row_label, number));
+      create table stamp (at timestamptz not null, n int4 not null, primary key (at, n));
       create table billing.invoice_tag (
         invoice_id int4 not null references billing.invoice on delete cascade,
         tag_name text not null references tag on delete cascade,
@@ -427,8 +436,14 @@ describe('flushwave pull of keys and several schemas', () => {
         `  Room: entity('room', {`,
         `    number: t.providedId(t.integer()),`,
         `    floor: t.smallint(),`,
+        `    seats: t.oneToMany('Seat', 'room'),`,
         `    invoices: t.oneToMany('Invoice', 'room'),`,
         `  }),`,
+        `  Seat: entity('seat', {`,
+        `    room: t.manyToOne('Room'),`,
+        `    rowLabel: t.char(1),`,
+        `    number: t.smallint(),`,
+        `  }, { primaryKey: ['room', 'rowLabel', 'number'] }),`,
         `  Tag: entity('tag', {`,
         `    name: t.providedId(t.text()),`,
         `    color: t.text().nullable(),`,
@@ -447,9 +462,16 @@ describe('flushwave pull of keys and several schemas', () => {
         `    currency: t.manyToOne('Currency'),`,
         `    moods: t.array(t.enum('mood', ['calm', 'busy']).nullable()).default([]),`,
         `    readingAt: t.timestamptz().nullable(),`,
+        `    invoiceLines: t.oneToMany('InvoiceLine', 'invoice'),`,
         `    notes: t.oneToMany('BillingNote', 'invoice'),`,
         `    tags: t.manyToMany('Tag'),`,
         `  }, { schema: 'billing' }),`,
+        `  InvoiceLine: entity('invoice_line', {`,
+        `    invoice: t.manyToOne('Invoice').onDelete('cascade'),`,
+        `    line: t.smallint(),`,
+        `    sku: t.text(),`,
+        `    quantity: t.integer().default(1),`,
+        `  }, { schema: 'billing', primaryKey: ['invoice', 'line'] }),`,
         `  BillingNote: entity('note', {`,
         `    id: t.id(t.integer()),`,
         `    body: t.text(),`,
@@ -476,6 +498,7 @@ describe('flushwave pull of keys and several schemas', () => {
     expect(header).toContain(`, schemas public, billing, crm x. Edit freely;`)
     expect(header.split('\n').filter((line) => line.startsWith('//   '))).toEqual([
       '//   reading.at: a timestamp with time zone primary key (keys are int2, int4, int8, text, varchar, char(n) or uuid); not generated',
+      '//   stamp: a composite primary key (at, n) over at, which a key cannot hold (a key part is int2, int4, int8, text, varchar, char(n), uuid, an enum or a reference); not generated',
       '//   log.id: GENERATED ALWAYS AS IDENTITY refuses the values Flushwave inserts: `alter table … alter column … set generated by default`',
       '//   billing.invoice.reading_at: references reading, which has no entity here; a plain column',
     ])
@@ -491,7 +514,8 @@ describe('flushwave pull of keys and several schemas', () => {
     // reading has no entity (its key's type has no builder): its row is written here.
     await sql.unsafe(`insert into reading values ('2026-11-28T00:00:00Z', 1)`)
     const pulled = ((await import(file.href)) as { schema: Schema }).schema
-    expect([...pulled.entities.values()].map((m) => `${m.name} ${m.table} ${m.id.type.sqlType} ${m.id.strategy}`)).toEqual([
+    const keyOf = (m: (typeof pulled.entities extends ReadonlyMap<string, infer M> ? M : never)) => (m.key ? `primary key (${m.key.map((f) => f.column).join(', ')})` : `${m.id.type.sqlType} ${m.id.strategy}`)
+    expect([...pulled.entities.values()].map((m) => `${m.name} ${m.table} ${keyOf(m)}`)).toEqual([
       'Badge badge int2 sequence',
       'Counter counter int4 sequence',
       'Country country varchar provided',
@@ -500,9 +524,11 @@ describe('flushwave pull of keys and several schemas', () => {
       'Member member text provided',
       'Note note int4 sequence',
       'Room room int4 provided',
+      'Seat seat primary key (room_number, row_label, number)',
       'Tag tag text provided',
       'Ticket ticket int4 sequence',
       'Invoice billing.invoice int4 sequence',
+      'InvoiceLine billing.invoice_line primary key (invoice_id, line)',
       'BillingNote billing.note int4 sequence',
       'Customer crm x.customer int8 sequence',
       'CrmXNote crm x.note int4 sequence',
@@ -536,18 +562,21 @@ describe('flushwave pull of keys and several schemas', () => {
       ['BillingNote', create('BillingNote', { body: 'invoice note', invoice }), { body: 'invoice note', invoice }],
       ['Customer', ada, { name: 'Ada', tier: 'gold', country: nz }],
       ['CrmXNote', create('CrmXNote', { body: 'customer note', customer: ada }), { body: 'customer note', customer: ada }],
+      ['Seat', create('Seat', { room, rowLabel: 'K', number: 12 }), { room, rowLabel: 'K', number: 12 }],
+      ['InvoiceLine', create('InvoiceLine', { invoice, line: 1, sku: 'A-1' }), { invoice, line: 1, sku: 'A-1', quantity: 1 }],
     ]
     const result = await em.flush()
     expect(result.inserted).toEqual({
       badge: 1, counter: 1, country: 1, currency: 1, log: 1, member: 1, note: 1, room: 1, tag: 1, ticket: 1,
-      'billing.invoice': 1, 'billing.note': 1, 'billing.invoice_tag': 1, 'crm x.customer': 1, 'crm x.note': 1,
+      'billing.invoice': 1, 'billing.note': 1, 'billing.invoice_tag': 1, 'crm x.customer': 1, 'crm x.note': 1, seat: 1, 'billing.invoice_line': 1,
     })
     const em2 = orm.em()
-    const key = (name: string, row: Row) => row[pulled.meta(name).id.prop]
-    const loaded = (await Promise.all(rows.map(([name, row]) => em2.load(name as never, key(name, row) as never)))) as unknown as Row[]
+    // The id, or a composite key's values (a reference's as its target's id).
+    const key = (manager: typeof em, row: Row) => manager.idOf(row as never)
+    const loaded = (await Promise.all(rows.map(([name, row]) => em2.load(name as never, key(em, row) as never)))) as unknown as Row[]
     rows.forEach(([name, row, values], i) => {
       const read = loaded[i]!
-      expect(key(name, read)).toEqual(key(name, row))
+      expect(key(em2, read), name).toEqual(key(em, row))
       for (const [prop, value] of Object.entries(values)) {
         const target = rows.findIndex(([, r]) => r === value)
         // A reference reads back as the entity loaded with its key.
@@ -555,7 +584,7 @@ describe('flushwave pull of keys and several schemas', () => {
         if (target >= 0) expect(read[prop], `${name}.${prop}`).toBe(loaded[target])
       }
     })
-    expect(typeof key('Counter', loaded[1]!)).toBe('number')
+    expect(typeof key(em2, loaded[1]!)).toBe('number')
     await em2.populate(loaded[10] as never, 'tags' as never)
     expect(((loaded[10]!.tags as { items: Row[] }).items).map((t) => t.name)).toEqual(['urgent "now"'])
     expect(((await orm.em().find('Member' as never, { handle: 'Ada.Lovelace' } as never)) as unknown as Row[]).map((m) => m.handle)).toEqual(['Ada.Lovelace'])
