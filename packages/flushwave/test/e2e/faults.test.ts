@@ -15,9 +15,13 @@ import { EXECUTORS, openExecutor, type ExecutorName, type OpenedExecutor } from 
  */
 const REPEAT = Number(process.env.FAULT_REPEAT ?? 2)
 
-/** The bookstore, and soft-deleted shelves whose slots a removal marks too (a cascade in the same pipeline). */
+/**
+ * The bookstore, soft-deleted shelves whose slots a removal marks too (a cascade in the same
+ * pipeline), and credits keyed by their book and a role (a composite primary key).
+ */
 const schema = defineSchema({
   ...bookstore.defs,
+  Credit: entity('credit', { book: t.manyToOne('Book').onDelete('cascade'), role: t.text(), note: t.text().nullable() }, { primaryKey: ['book', 'role'] }),
   Shelf: entity('shelf', { id: t.id(), label: t.text(), deletedAt: t.timestamptz().nullable() }, { softDelete: 'deletedAt' }),
   Slot: entity('slot', { id: t.id(), label: t.text(), removedAt: t.timestamp().nullable(), shelf: t.manyToOne('Shelf').onDelete('cascade') }, { softDelete: 'removedAt' }),
 })
@@ -34,6 +38,7 @@ let direct: postgres.Sql
 let executor: OpenedExecutor<typeof schema.defs>
 let orm: Flushwave<typeof schema.defs>
 let anchorId: number
+let anchorBookId: number
 const tally = { cases: 0, committed: 0, rolledBack: 0, unknown: 0, unknownReachable: 0, recovered: 0, retried: 0 }
 /** Outcomes seen per fault of the matrix, with what the rows said, for the log. */
 const seen = new Map<string, string[]>()
@@ -46,6 +51,9 @@ beforeAll(async () => {
   for (const statement of createTablesSql(schema)) await direct.unsafe(statement)
   const [anchor] = await direct`insert into author (name, rating) values ('anchor', 0) returning id::int as id`
   anchorId = anchor!.id as number
+  const [book] = await direct`insert into book (title, author_id) values ('anchor', ${anchorId}) returning id::int as id`
+  anchorBookId = book!.id as number
+  await direct`insert into credit (book_id, role) values (${anchorBookId}, 'editor')`
 })
 
 /** The executor under test, through the proxy, as the application would set it up. */
@@ -69,8 +77,9 @@ afterAll(async () => {
 let counter = 0
 
 /**
- * A unit of work: a new author with 3 books and 6 reviews (bodies of `bodyBytes`), a change to the
- * anchor author, and the soft delete of a shelf (written beforehand) with its 2 slots.
+ * A unit of work: a new author with 3 books, 6 reviews (bodies of `bodyBytes`) and a credit per book
+ * (keys composed from the books' ids), a change to the anchor author and to the anchor book's credit
+ * (found by its key), and the soft delete of a shelf (written beforehand) with its 2 slots.
  */
 async function unitOfWork(bodyBytes = 200, on = orm) {
   const token = `uow-${process.pid}-${++counter}`
@@ -83,7 +92,9 @@ async function unitOfWork(bodyBytes = 200, on = orm) {
   for (let b = 0; b < 3; b++) {
     const book = em.create('Book', { title: `${token}-b${b}`, author })
     for (let r = 0; r < 2; r++) em.create('Review', { stars: 5, body: `${token} `.padEnd(bodyBytes, 'x'), book })
+    em.create('Credit', { book, role: 'author', note: token })
   }
+  em.ref('Credit', { book: anchorBookId, role: 'editor' }).note = token
   anchor.email = token
   em.increment(anchor, 'rating', '1') // an atomic counter: added once, or (unknown outcome) never resent
   return { em, token, anchor }
@@ -102,10 +113,11 @@ async function written(token: string): Promise<Written> {
            (select count(*)::int from review where body like ${token + ' %'}) as reviews,
            (select count(*)::int from author where id = ${anchorId} and email = ${token}) as anchor,
            (select count(*)::int from shelf where label = ${token} and deleted_at is not null) as shelves,
-           (select count(*)::int from slot where label = ${token} and removed_at is not null) as slots`
-  const { authors, books, reviews, anchor, shelves, slots } = row as { authors: number; books: number; reviews: number; anchor: number; shelves: number; slots: number }
-  if (authors === 1 && books === 3 && reviews === 6 && anchor === 1 && shelves === 1 && slots === 2) return 'all'
-  if (authors === 0 && books === 0 && reviews === 0 && anchor === 0 && shelves === 0 && slots === 0) return 'none'
+           (select count(*)::int from slot where label = ${token} and removed_at is not null) as slots,
+           (select count(*)::int from credit where note = ${token}) as credits`
+  const { authors, books, reviews, anchor, shelves, slots, credits } = row as { authors: number; books: number; reviews: number; anchor: number; shelves: number; slots: number; credits: number }
+  if (authors === 1 && books === 3 && reviews === 6 && anchor === 1 && shelves === 1 && slots === 2 && credits === 4) return 'all'
+  if (authors === 0 && books === 0 && reviews === 0 && anchor === 0 && shelves === 0 && slots === 0 && credits === 0) return 'none'
   return 'partial'
 }
 
