@@ -15,7 +15,7 @@ import { serverCountsRows } from '../sql/returning.js'
 import { composeKeys, computeChanges, needingIds, type ChangeSet } from './change-set.js'
 import { keepShapes } from './kept-shapes.js'
 import { PhaseClock, type FlushPhases } from './phases.js'
-import { followCascades, readBack, readServerValues, regenerated, settleUpserts } from './read-back.js'
+import { followCascades, readBack, readGenerated, readServerValues, settleUpserts } from './read-back.js'
 import { tableCounts } from './table-counts.js'
 
 /** Ops that change rows in place: their counts are `updated`, whatever else they are part of. */
@@ -139,6 +139,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   const returned = outcome.returned ?? new Map<Op, readonly (readonly unknown[])[]>()
   if (set.counted.size > 0) readBack(ctx.uow, set.counted, returned)
   if (set.serverFilled.length > 0) readServerValues(ctx.uow, set.serverFilled, returned)
+  if (set.written.size > 0) readGenerated(ctx.uow, set.written, returned)
   if (returned.size > 0) followCascades(ctx.uow, returned)
   settleUpserts(ctx.uow, ctx.ids, set, assigned, returned)
   // Ids, statuses and values changed past the identity map's own methods: em.upsert's key indexes start over.
@@ -216,7 +217,6 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
   for (const [entity, written] of set.written) {
     const state = entity[STATE]
     wrote(state, written)
-    if (state.meta.generated.length > 0) regenerated(state)
   }
   for (const entity of set.deleted) {
     entity[STATE].status = 'detached'

@@ -2,7 +2,7 @@ import type { IdPool } from '../ids/id-pool.js'
 import type { Op } from '../plan/ops.js'
 import { writeText } from '../schema/column-types.js'
 import type { FieldMeta } from '../schema/meta.js'
-import { returnedCounter, returnedId, returnedOmitted, returnedVersion, upsertedRow, upsertedValue } from '../sql/returning.js'
+import { returnedCounter, returnedGenerated, returnedId, returnedOmitted, returnedVersion, upsertedRow, upsertedValue } from '../sql/returning.js'
 import { forgetCounters } from '../entities/counters.js'
 import { isChanged } from '../entities/dirty.js'
 import { STATE, type EntityState, type HasState } from '../entities/entity-state.js'
@@ -89,9 +89,37 @@ export function readServerValues(uow: UnitOfWork, entities: readonly HasState[],
 }
 
 /**
- * An updated row's generated columns may have changed with their inputs, and the UPDATE does not
- * return them: the entity forgets them and becomes a stub, so that reading one says to load it, and
- * a load fills them in (and only them: see UnitOfWork.hydrate).
+ * Updated rows' generated columns, which may have changed with their inputs: the UPDATE returned
+ * them (returning.ts), and the entities take them. An entity whose row did not come back (a commit
+ * recovered after a lost connection returns none) forgets them (regenerated).
+ */
+export function readGenerated(uow: UnitOfWork, written: ReadonlyMap<HasState, unknown>, returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
+  let read: Set<HasState> | undefined
+  for (const [op, rows] of returned) {
+    if (op.kind !== 'update' || op.entity.generated.length === 0) continue
+    const meta = op.entity
+    for (const row of rows) {
+      const entity = uow.map.get(meta, meta.id.type.fromDb(returnedId(row)))
+      if (entity === undefined) continue
+      const state = entity[STATE]
+      meta.generated.forEach((field, g) => {
+        const raw = returnedGenerated(op, row, g)
+        const value = raw === null || raw === undefined ? null : field.type.timeFromDb ? field.type.timeFromDb(raw) : field.type.fromDb(raw)
+        state.values[field.prop] = value
+        if (state.snapshot) state.snapshot[field.prop] = value === null ? null : writeText(field.type, value)
+      })
+      ;(read ??= new Set()).add(entity)
+    }
+  }
+  for (const entity of written.keys()) {
+    const state = entity[STATE]
+    if (state.meta.generated.length > 0 && !read?.has(entity)) regenerated(state)
+  }
+}
+
+/**
+ * An updated row whose generated columns are not known: the entity forgets them and becomes a stub,
+ * so that reading one says to load it, and a load fills them in (and only them: see UnitOfWork.hydrate).
  */
 export function regenerated(state: EntityState): void {
   for (const field of state.meta.generated) {

@@ -1,6 +1,6 @@
 import type { UpdateOp } from '../plan/ops.js'
 import type { Text } from '../plan/changes.js'
-import { countingColumns } from './returning.js'
+import { countingColumns, generatedColumns } from './returning.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
 import { keyEquals, keyType, keyValue } from './keys.js'
@@ -54,7 +54,7 @@ export function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) 
     return {
       text:
         `with d as (${lockedInIdOrder(e, `unnest(${arrays.join(', ')}) as a(${aliases.join(', ')})`, 'no key update')}) ` +
-        `update ${e.quotedTable} as t set ${sets.join(', ')} from d where ${keyEquals(e, 't', 'd.k')}`,
+        `update ${e.quotedTable} as t set ${sets.join(', ')} from d where ${keyEquals(e, 't', 'd.k')}${returningGenerated(e)}`,
       params,
     }
   }
@@ -62,16 +62,19 @@ export function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) 
   arrays.push(`$${params.length + 1}::${v.type.sqlType}[]`)
   aliases.push('ver')
   params.push(arrayLiteral(op.versions))
-  return {
-    text:
-      `with a as (select * from unnest(${arrays.join(', ')}) as a(${aliases.join(', ')})), ` +
-      `d as (${lockedInIdOrder(e, 'a', 'no key update')}), ` +
-      `w as (update ${e.quotedTable} as t set ${[...sets, `${v.quoted} = t.${v.quoted} + 1`].join(', ')} ` +
-      `from d where ${keyEquals(e, 't', 'd.k')} and t.${v.quoted} = d.ver returning ${keyValue(e, 't')} as k) ` +
-      staleCheck(e),
-    params,
-  }
+  const checked =
+    `with a as (select * from unnest(${arrays.join(', ')}) as a(${aliases.join(', ')})), ` +
+    `d as (${lockedInIdOrder(e, 'a', 'no key update')}), ` +
+    `w as (update ${e.quotedTable} as t set ${[...sets, `${v.quoted} = t.${v.quoted} + 1`].join(', ')} ` +
+    `from d where ${keyEquals(e, 't', 'd.k')} and t.${v.quoted} = d.ver returning ${e.generated.length > 0 ? generatedColumns(e, 'named').join(', ') : `${keyValue(e, 't')} as k`}) `
+  if (e.generated.length === 0) return { text: checked + staleCheck(e), params }
+  // The rows written, with their generated columns, once the check passed (as a counting update's).
+  const selected = ['w.k::text', ...e.generated.map((_, g) => `w.g${g + 1}`)]
+  return { text: `${checked}select ${selected.join(', ')} from (${staleCheck(e)}) as x(stale) left join w on x.stale is null`, params }
 }
+
+/** An update's RETURNING clause for an entity with generated columns (their values may change with their inputs); none otherwise. */
+const returningGenerated = (e: EntityMeta): string => (e.generated.length > 0 ? ` returning ${generatedColumns(e).join(', ')}` : '')
 
 type SetMode = 'none' | 'every' | 'some'
 
@@ -172,7 +175,7 @@ function setColumnsText(e: EntityMeta, op: UpdateOp): string {
   e.fields.forEach((f, i) => {
     if (!f.version && op.columns[i]!.set[0]) sets.push(`${f.quoted} = $${sets.length + 2}::${f.type.sqlType}`)
   })
-  if (e.key) return `update ${e.quotedTable} as t set ${sets.join(', ')} where ${keyEquals(e, 't', '$1')}`
+  if (e.key || e.generated.length > 0) return `update ${e.quotedTable} as t set ${sets.join(', ')} where ${keyEquals(e, 't', `$1::${e.id.type.sqlType}`)}${returningGenerated(e)}`
   return `update ${e.quotedTable} set ${sets.join(', ')} where ${e.id.quoted} = $1::${e.id.type.sqlType}`
 }
 
@@ -184,7 +187,7 @@ function everyColumnText(e: EntityMeta): string {
     n += 2
     sets.push(`${f.quoted} = case when $${n}::bool then $${n - 1}::${f.type.sqlType} else t.${f.quoted} end`)
   }
-  return `update ${e.quotedTable} as t set ${sets.join(', ')} where ${keyEquals(e, 't', `$1::${e.id.type.sqlType}`)}`
+  return `update ${e.quotedTable} as t set ${sets.join(', ')} where ${keyEquals(e, 't', `$1::${e.id.type.sqlType}`)}${returningGenerated(e)}`
 }
 
 /**

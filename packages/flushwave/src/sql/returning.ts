@@ -1,4 +1,4 @@
-import type { InsertOp, Op } from '../plan/ops.js'
+import type { InsertOp, Op, UpdateOp } from '../plan/ops.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { keyText, keyValue } from './keys.js'
 
@@ -7,7 +7,9 @@ import { keyText, keyValue } from './keys.js'
  * a statement returns, and the flush reads each returned row through the accessors below, never by
  * a position of its own. Every returned row starts with the id of a written row, as text.
  *
- *   counting update (increments)  id, then each counter (counterFields order), then the version
+ *   counting update (increments)  id, then each counter (counterFields order), then the version,
+ *                                 then each generated field (`entity.generated` order)
+ *   update of generated columns   id, then each generated field
  *   upsert                        id, then every field (`entity.fields` order), as a read selects them
  *   insert omitting columns       id, then each omitted field (InsertOp.omit order)
  *   cascade, tree delete, unlink  id
@@ -22,7 +24,7 @@ import { keyText, keyValue } from './keys.js'
 export function returnsRows(op: Op): boolean {
   switch (op.kind) {
     case 'update':
-      return op.increments !== undefined
+      return op.increments !== undefined || op.entity.generated.length > 0
     case 'insert':
       return op.upsert !== undefined || op.omit !== undefined
     case 'cascade-delete':
@@ -80,7 +82,28 @@ export function countingColumns(e: EntityMeta, counters: readonly FieldMeta[]): 
     returning.push(`t.${e.version.quoted} as ver`)
     selected.push('w.ver')
   }
+  e.generated.forEach((f, g) => {
+    returning.push(`${f.type.selectExpr(`t.${f.quoted}`)} as g${g + 1}`)
+    selected.push(`w.g${g + 1}`)
+  })
   return { returning, selected }
+}
+
+/**
+ * An update's RETURNING list when the entity has generated columns (which may change with the
+ * columns they are made of): the key, then each, as a read selects it; as the `w` CTE of a checked
+ * update returns them (`g1`…) when `as` is set.
+ */
+export function generatedColumns(e: EntityMeta, as?: 'named'): string[] {
+  const list = [as ? `${keyValue(e, 't')} as k` : idColumn(e, 't')]
+  e.generated.forEach((f, g) => list.push(`${f.type.selectExpr(`t.${f.quoted}`)}${as ? ` as g${g + 1}` : ''}`))
+  return list
+}
+
+/** An updated row's value of generated field `g` (its index in `entity.generated`). */
+export function returnedGenerated(op: UpdateOp, row: readonly unknown[], g: number): unknown {
+  const counted = op.increments === undefined ? 0 : op.entity.counters.length + (op.entity.version ? 1 : 0)
+  return row[1 + counted + g]
 }
 
 /** The id of the row a returned row describes, as the server wrote it (text). */

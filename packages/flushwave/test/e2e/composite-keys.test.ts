@@ -31,6 +31,7 @@ const schema = defineSchema({
       term: t.text(),
       grade: t.smallint().nullable(),
       note: t.text().serverDefault("'none'"),
+      label: t.text().generated("term || ' ' || coalesce(grade::text, '-')"),
       version: t.version(),
     },
     { primaryKey: ['student', 'course', 'term'] },
@@ -165,6 +166,8 @@ describe.each(ALL_EXECUTORS)('composite primary keys on %s', (executor) => {
     expect(several.updated).toEqual({ enrollment: 4 })
     expect(several.statements).toBe(1) // one versioned UPDATE
     expect(mine.map((e) => e.version)).toEqual([3, 2, 2, 2])
+    // The versioned UPDATE returned each row's generated label with its new grade.
+    expect(mine.map((e) => e.label)).toEqual([`${ODD} 6`, 'spring 1', `${ODD} 1`, 'spring 1'])
     const grades = (await db.sql`select grade, version from enrollment where course_code = 'IT-101' order by student_id, term`) as unknown as { grade: number; version: number }[]
     expect(grades).toEqual([{ grade: 6, version: 3 }, { grade: 1, version: 2 }, { grade: 1, version: 2 }, { grade: 1, version: 2 }])
 

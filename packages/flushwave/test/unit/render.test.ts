@@ -76,9 +76,10 @@ describe('write statements', () => {
     expect(dated.text).toBe(
       'insert into "note" as t ("id", "body", "at", "n") select d.c0, d.c1, $3::timestamptz, d.c3 from unnest($1::int8[], $2::text[], $4::int4[]) as d(c0, c1, c3) returning t."id"::text, t."len"',
     )
-    // An update never names the generated column, even in the form that names every column.
+    // An update never writes the generated column, and returns it: it may change with its inputs.
     const update = renderPlan(planFlush({ ...empty, updates: [{ entity: Note, id: '1', changed: new Map([[0, 'b']]) }] }, served))[0]![0]!
-    expect(update.text).toBe('update "note" set "body" = $2::text where "id" = $1::int8')
+    expect(update.text).toBe('update "note" as t set "body" = $2::text where t."id" = $1::int8 returning t."id"::text, t."len"')
+    expect(update.returnsRows).toBe(true)
   })
 
   it('render an insert whose Dates travel as epoch milliseconds in arrays, decoded by name, and as text where one value stands for every row', () => {
