@@ -6,7 +6,7 @@ import { poolSource } from './drivers/node-postgres/pg-source.js'
 import { FlushwaveError, SchemaMismatchError, type SchemaDifference } from './errors.js'
 import type { Executor, QueryEvent } from './drivers/executor.js'
 import { compareCatalog, expectedTables } from './catalog/check.js'
-import { renderColumnCatalog, renderForeignKeyCatalog } from './catalog/check-queries.js'
+import { renderCheckCatalog, renderColumnCatalog, renderForeignKeyCatalog, renderIndexCatalog } from './catalog/check-queries.js'
 import { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js/executor.js'
 import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
@@ -125,16 +125,20 @@ export class Flushwave<D extends SchemaDefs> {
   /**
    * Compares the schema with the live database (through the search path, as flushes see it): every
    * table, column, type, nullability, sequence for ids and foreign key the flushes and reads rely
-   * on, and the outcome ledger. Two catalog queries; returns every difference, none when it matches.
-   * Not compared: type modifiers (numeric's precision, varchar's length), enum labels, defaults.
+   * on, foreign keys' ON DELETE actions, the indexes and CHECK constraints the schema declares, and
+   * the outcome ledger. Catalog queries read together; returns every difference, none when it
+   * matches. Not compared: numeric's precision, enum labels, the text of defaults, checks and
+   * partial indexes' conditions.
    */
   async checkSchema(): Promise<SchemaDifference[]> {
     const expected = expectedTables(this.schema, this.ledgerTable)
-    const [columns, keys] = await Promise.all([
+    const [columns, keys, indexes, checks] = await Promise.all([
       this.executor.read(renderColumnCatalog(expected.columns)),
       this.executor.read(renderForeignKeyCatalog(expected.foreignKeys)),
+      expected.indexes.length > 0 ? this.executor.read(renderIndexCatalog(expected.indexes)) : [],
+      expected.checks.length > 0 ? this.executor.read(renderCheckCatalog(expected.checks)) : [],
     ])
-    return compareCatalog(expected, columns, keys)
+    return compareCatalog(expected, columns, keys, indexes, checks)
   }
 
   /** `checkSchema()`, throwing a SchemaMismatchError that lists every difference: for start-up. */

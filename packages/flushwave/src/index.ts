@@ -1,6 +1,6 @@
 export { flushwave, Flushwave, type FlushwaveOptions } from './flushwave.js'
 export { t, type Column, type Generated, type Id, type IdStrategy, type ManyToMany, type ManyToOne, type OnDelete, type OneToMany, type Timestamp } from './schema/builders.js'
-export { defineSchema, entity, Schema, type EntityDef, type EntityOptions, type SchemaDefs } from './schema/define.js'
+export { defineSchema, entity, Schema, type EntityDef, type EntityOptions, type IndexDef, type SchemaDefs } from './schema/define.js'
 export { createTablesSql, dropTablesSql } from './catalog/ddl.js'
 export { readCatalog, type CatalogQuery, type CatalogTable } from './catalog/pull-read.js'
 export { generateSchemaModule, type GenerateOptions } from './catalog/pull-generate.js'

@@ -22,6 +22,23 @@ export interface ExpectedForeignKey {
   readonly target: string
   /** Declared `.deferrable()`: the planner relies on it being checked at COMMIT. */
   readonly deferred: boolean
+  /** Its ON DELETE action, as pg_constraint.confdeltype has it: `a` no action, `r` restrict, `c` cascade, `n` set null. */
+  readonly onDelete: string
+}
+
+/** An index the schema declares: on these columns, in order, unique or not, partial or not. */
+export interface ExpectedIndex {
+  readonly table: string
+  readonly name: string
+  readonly columns: readonly string[]
+  readonly unique: boolean
+  readonly partial: boolean
+}
+
+/** A CHECK constraint the schema declares, by name. */
+export interface ExpectedCheck {
+  readonly table: string
+  readonly name: string
 }
 
 /**
@@ -51,11 +68,41 @@ export function renderColumnCatalog(columns: readonly ExpectedColumn[]): Stateme
 export function renderForeignKeyCatalog(keys: readonly ExpectedForeignKey[]): Statement {
   return {
     text:
-      'select x.i, bool_or(con.oid is not null), bool_or(con.condeferrable and con.condeferred) ' +
+      "select x.i, bool_or(con.oid is not null), bool_or(con.condeferrable and con.condeferred), string_agg(con.confdeltype::text, '') " +
       'from unnest($1::text[], $2::text[], $3::text[]) with ordinality as x(tbl, col, target, i) ' +
       'left join pg_attribute a on a.attrelid = to_regclass(x.tbl) and a.attname = x.col and a.attnum > 0 and not a.attisdropped ' +
       "left join pg_constraint con on con.contype = 'f' and con.conrelid = a.attrelid and con.conkey = array[a.attnum] and con.confrelid = to_regclass(x.target) " +
       'group by x.i order by x.i',
     params: [arrayLiteral(keys.map((k) => k.table)), arrayLiteral(keys.map((k) => k.column)), arrayLiteral(keys.map((k) => k.target))],
+  }
+}
+
+/**
+ * One row per expected index, in order: whether the table has an index on exactly those columns in
+ * that order, of that uniqueness and partial or not (whatever its name: a database made by other
+ * tools names its indexes its own way).
+ */
+export function renderIndexCatalog(indexes: readonly ExpectedIndex[]): Statement {
+  return {
+    text:
+      'select exists (select from pg_index i where i.indrelid = to_regclass(x.tbl) and i.indisunique = x.uniq and (i.indpred is not null) = x.partial ' +
+      'and array(select a.attname::text from unnest(i.indkey::int2[]) with ordinality k(num, n) join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.num order by k.n) = x.cols::text[]) ' +
+      'from unnest($1::text[], $2::text[], $3::bool[], $4::bool[]) with ordinality as x(tbl, cols, uniq, partial, i) order by x.i',
+    params: [
+      arrayLiteral(indexes.map((x) => x.table)),
+      arrayLiteral(indexes.map((x) => arrayLiteral(x.columns))),
+      `{${indexes.map((x) => (x.unique ? 't' : 'f')).join(',')}}`,
+      `{${indexes.map((x) => (x.partial ? 't' : 'f')).join(',')}}`,
+    ],
+  }
+}
+
+/** One row per expected CHECK constraint, in order: whether the table has a check of that name. */
+export function renderCheckCatalog(checks: readonly ExpectedCheck[]): Statement {
+  return {
+    text:
+      "select exists (select from pg_constraint c where c.conrelid = to_regclass(x.tbl) and c.contype = 'c' and c.conname = x.name) " +
+      'from unnest($1::text[], $2::text[]) with ordinality as x(tbl, name, i) order by x.i',
+    params: [arrayLiteral(checks.map((c) => c.table)), arrayLiteral(checks.map((c) => c.name))],
   }
 }

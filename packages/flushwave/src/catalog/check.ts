@@ -1,4 +1,4 @@
-import type { ExpectedColumn, ExpectedForeignKey } from './check-queries.js'
+import type { ExpectedCheck, ExpectedColumn, ExpectedForeignKey, ExpectedIndex } from './check-queries.js'
 import type { SchemaDifference } from '../errors.js'
 import { declaredType, type ColumnType } from '../schema/column-types.js'
 import type { Schema } from '../schema/define.js'
@@ -7,7 +7,13 @@ import type { Schema } from '../schema/define.js'
 export interface Expected {
   readonly columns: readonly ExpectedColumn[]
   readonly foreignKeys: readonly ExpectedForeignKey[]
+  readonly indexes: readonly ExpectedIndex[]
+  readonly checks: readonly ExpectedCheck[]
 }
+
+/** pg_constraint.confdeltype of each ON DELETE action; none declared is NO ACTION. */
+const DELETE_ACTION: Readonly<Record<string, string>> = { restrict: 'r', cascade: 'c', 'set null': 'n' }
+const ACTION_NAME: Readonly<Record<string, string>> = { a: 'no action', r: 'restrict', c: 'cascade', n: 'set null', d: 'set default' }
 
 /**
  * The columns and foreign keys the schema's flushes and reads rely on: every entity table's id and
@@ -17,6 +23,8 @@ export interface Expected {
 export function expectedTables(schema: Schema, ledgerTable: string | undefined): Expected {
   const columns: ExpectedColumn[] = []
   const foreignKeys: ExpectedForeignKey[] = []
+  const indexes: ExpectedIndex[] = []
+  const checks: ExpectedCheck[] = []
   const joinTables = new Set<string>()
   for (const meta of schema.insertOrder) {
     // A composite key's columns are fields.
@@ -24,15 +32,17 @@ export function expectedTables(schema: Schema, ledgerTable: string | undefined):
     for (const f of meta.fields) {
       const server = f.generated ? 'generated' : f.serverDefault ? 'default' : undefined
       columns.push({ table: meta.quotedTable, column: f.column, sqlType: declaredType(f.type), notNull: !f.nullable, sequence: false, length: lengthOf(f.type), server })
-      if (f.ref) foreignKeys.push({ table: meta.quotedTable, column: f.column, target: f.ref.target.quotedTable, deferred: f.ref.deferrable })
+      if (f.ref) foreignKeys.push({ table: meta.quotedTable, column: f.column, target: f.ref.target.quotedTable, deferred: f.ref.deferrable, onDelete: DELETE_ACTION[f.ref.onDelete ?? ''] ?? 'a' })
     }
+    for (const index of meta.indexes) indexes.push({ table: meta.quotedTable, name: index.name, columns: index.fields.map((f) => f.column), unique: index.unique, partial: index.where !== undefined })
+    for (const check of meta.checks) checks.push({ table: meta.quotedTable, name: check.name })
     for (const link of meta.manyToMany) {
       // Declared on both sides, a join table is still checked once.
       if (link.owner !== meta || joinTables.has(link.quotedTable)) continue
       joinTables.add(link.quotedTable)
       for (const [column, end] of [[link.ownColumn, link.owner], [link.targetColumn, link.target]] as const) {
         columns.push({ table: link.quotedTable, column, sqlType: declaredType(end.id.type), notNull: true, sequence: false, length: lengthOf(end.id.type) })
-        foreignKeys.push({ table: link.quotedTable, column, target: end.quotedTable, deferred: false })
+        foreignKeys.push({ table: link.quotedTable, column, target: end.quotedTable, deferred: false, onDelete: 'c' })
       }
     }
   }
@@ -41,7 +51,7 @@ export function expectedTables(schema: Schema, ledgerTable: string | undefined):
       columns.push({ table: ledgerTable, column, sqlType, notNull: true, sequence: false })
     }
   }
-  return { columns, foreignKeys }
+  return { columns, foreignKeys, indexes, checks }
 }
 
 /** The n of a varchar(n) or char(n) column (or array of them): the catalog keeps it as atttypmod n + 4. */
@@ -53,10 +63,16 @@ function lengthOf(type: ColumnType<unknown>): number | undefined {
 /** A row of renderColumnCatalog: table exists, column exists, its type, the expected type, NOT NULL, has a sequence, atttypmod, has a default, attgenerated. */
 type ColumnRow = readonly [boolean, boolean, string | null, string | null, boolean | null, boolean | null, number | string | null, boolean | string | null, string | null]
 /** A row of renderForeignKeyCatalog: index, exists, deferrable initially deferred. */
-type ForeignKeyRow = readonly [unknown, boolean, boolean | null]
+type ForeignKeyRow = readonly [unknown, boolean, boolean | null, string | null]
 
 /** Every difference the catalog's answers show, in schema order; a missing table is reported once. */
-export function compareCatalog(expected: Expected, columnRows: readonly (readonly unknown[])[], keyRows: readonly (readonly unknown[])[]): SchemaDifference[] {
+export function compareCatalog(
+  expected: Expected,
+  columnRows: readonly (readonly unknown[])[],
+  keyRows: readonly (readonly unknown[])[],
+  indexRows: readonly (readonly unknown[])[] = [],
+  checkRows: readonly (readonly unknown[])[] = [],
+): SchemaDifference[] {
   const out: SchemaDifference[] = []
   const missingTables = new Set<string>()
   expected.columns.forEach((want, i) => {
@@ -88,10 +104,23 @@ export function compareCatalog(expected: Expected, columnRows: readonly (readonl
   })
   expected.foreignKeys.forEach((want, i) => {
     if (missingTables.has(want.table)) return
-    const [, exists, deferred] = keyRows[i] as unknown as ForeignKeyRow
+    const [, exists, deferred, actions] = keyRows[i] as unknown as ForeignKeyRow
     const at = { table: unquote(want.table), column: want.column }
     if (!bool(exists)) out.push({ ...at, problem: `has no foreign key to ${unquote(want.target)}` })
     else if (want.deferred && !bool(deferred)) out.push({ ...at, problem: `its foreign key to ${unquote(want.target)} is not DEFERRABLE INITIALLY DEFERRED, as the schema declares` })
+    // NO ACTION and RESTRICT refuse the same deletes (one at the end of the statement): either is fine where the schema declares none.
+    else if (actions && !actions.includes(want.onDelete) && !(want.onDelete === 'a' && actions.includes('r'))) {
+      out.push({ ...at, problem: `its foreign key to ${unquote(want.target)} is ON DELETE ${ACTION_NAME[actions[0]!] ?? actions}; the schema says ${ACTION_NAME[want.onDelete]}` })
+    }
+  })
+  expected.indexes.forEach((want, i) => {
+    if (missingTables.has(want.table) || bool(indexRows[i]?.[0])) return
+    const kind = `${want.unique ? 'unique ' : ''}${want.partial ? 'partial ' : ''}index`
+    out.push({ table: unquote(want.table), problem: `has no ${kind} on (${want.columns.join(', ')}) (the schema's ${want.name})` })
+  })
+  expected.checks.forEach((want, i) => {
+    if (missingTables.has(want.table) || bool(checkRows[i]?.[0])) return
+    out.push({ table: unquote(want.table), problem: `has no CHECK constraint ${want.name}` })
   })
   return out
 }

@@ -2,7 +2,7 @@ import { declaredType } from '../schema/column-types.js'
 import { quoteIdent } from '../schema/quote.js'
 import { DEFAULT_LEDGER_TABLE, ledgerTableSql } from '../sql/render-ledger.js'
 import type { Schema } from '../schema/define.js'
-import type { EntityMeta, FieldMeta } from '../schema/meta.js'
+import type { EntityMeta, FieldMeta, IndexMeta } from '../schema/meta.js'
 
 /**
  * CREATE statements for a schema, in dependency order: PostgreSQL schemas its tables name, extensions its types need, enum types, entity tables (parents first,
@@ -29,9 +29,10 @@ export function createTablesSql(schema: Schema, options: { readonly outcomeLedge
     const inline = (f: FieldMeta) => !f.ref || created.has(f.ref.target)
     const keys = meta.uniqueKeys.filter((key) => key.length > 1).map((key) => `unique (${key.map((f) => f.quoted).join(', ')})`)
     const primary = meta.key ? [`primary key (${meta.key.map((f) => f.quoted).join(', ')})`] : []
-    out.push(`create table ${meta.quotedTable} (\n  ${[...(meta.key ? [] : [idColumn(meta)]), ...meta.fields.map((f) => fieldColumn(f, inline(f))), ...primary, ...keys].join(',\n  ')}\n)`)
-    // A reference that leads a composite primary key has that key's index.
-    for (const f of meta.fields) if (f.ref && meta.key?.[0] !== f) out.push(`create index on ${meta.quotedTable} (${f.quoted})`)
+    const checks = meta.checks.map((c) => `constraint ${quoteIdent(c.name)} check (${c.sql})`)
+    out.push(`create table ${meta.quotedTable} (\n  ${[...(meta.key ? [] : [idColumn(meta)]), ...meta.fields.map((f) => fieldColumn(f, inline(f))), ...primary, ...keys, ...checks].join(',\n  ')}\n)`)
+    for (const f of referenceIndexes(meta)) out.push(`create index on ${meta.quotedTable} (${f.quoted})`)
+    for (const index of meta.indexes) out.push(indexSql(meta, index))
     for (const f of meta.fields) {
       if (inline(f)) continue
       const name = quoteIdent(`${meta.bareTable}_${f.column}_fkey`)
@@ -55,6 +56,21 @@ export function createTablesSql(schema: Schema, options: { readonly outcomeLedge
   const ledger = options.outcomeLedger ?? DEFAULT_LEDGER_TABLE
   if (ledger !== false) out.push(...ledgerTableSql(ledger))
   return out
+}
+
+/**
+ * The references that get an index of their own, so that deleting a parent finds its children
+ * without a scan: each many-to-one, unless an index already leads with its column (a composite
+ * primary key's, or one the schema declares).
+ */
+export function referenceIndexes(meta: EntityMeta): FieldMeta[] {
+  return meta.fields.filter((f) => f.ref && meta.key?.[0] !== f && !meta.indexes.some((index) => index.fields[0] === f))
+}
+
+/** `create [unique] index "name" on table (columns) [where …]`. */
+export function indexSql(meta: EntityMeta, index: IndexMeta): string {
+  const where = index.where === undefined ? '' : ` where ${index.where}`
+  return `create ${index.unique ? 'unique ' : ''}index ${quoteIdent(index.name)} on ${meta.quotedTable} (${index.fields.map((f) => f.quoted).join(', ')})${where}`
 }
 
 /** DROP statements in the reverse order, for tests. */

@@ -72,6 +72,22 @@ export class Column<T, N extends boolean = false, D extends boolean = false, C e
     return new Column({ ...this.spec, column: name })
   }
 
+  /** An index on this column alone (`entity(…, { indexes })` for several columns, unique or partial ones). */
+  index(): this {
+    return new (this.constructor as new (spec: ColumnSpec) => this)({ ...this.spec, index: true })
+  }
+
+  /**
+   * A CHECK constraint on the column, enforced by the server: `t.integer().checkSql('quantity
+   * between 1 and 100')`. Named `<table>_<column>_check`, as PostgreSQL names a column's check.
+   * Unlike `.check(rule)`, nothing is checked before sending: a violation fails the flush with
+   * CheckViolationError.
+   */
+  checkSql(sql: string): this {
+    if (typeof sql !== 'string' || sql.trim() === '') throw new TypeError(`.checkSql() takes an SQL condition, got ${JSON.stringify(sql)}`)
+    return new (this.constructor as new (spec: ColumnSpec) => this)({ ...this.spec, checkSql: sql })
+  }
+
   /** A validation rule (null values skip it): return a message when the value is not acceptable. */
   check(rule: (value: T) => string | undefined): this {
     return new (this.constructor as new (spec: ColumnSpec) => this)({ ...this.spec, rules: [...this.spec.rules, rule as Rule] })

@@ -1,11 +1,14 @@
 import { SchemaError } from '../errors.js'
 import { quoteIdent } from './quote.js'
 import type { AnyProp, Column, ColumnSpec, IdSpec, ManyToManySpec, ManyToOne, ManyToOneSpec, OneToManySpec } from './builders.js'
-import type { EntityMeta, FieldMeta, IdMeta, ManyToManyMeta, OneToManyMeta } from './meta.js'
+import type { CheckMeta, EntityMeta, FieldMeta, IdMeta, IndexMeta, ManyToManyMeta, OneToManyMeta } from './meta.js'
 import { snakeCase } from './naming.js'
 import { tableOrder } from './table-order.js'
 import { deriveFacts, type SchemaFacts } from './derive.js'
 import { keyTupleType, type ColumnType } from './column-types.js'
+import { checksOf, indexesOf, primaryKey, softDeleteField, uniqueKeys, type IndexDef } from './table-keys.js'
+
+export type { IndexDef } from './table-keys.js'
 
 export interface EntityDef<P extends Record<string, AnyProp> = Record<string, AnyProp>, K extends string = string> {
   readonly table: string
@@ -18,6 +21,10 @@ export interface EntityDef<P extends Record<string, AnyProp> = Record<string, An
   readonly softDelete?: string | undefined
   /** The properties of a composite primary key (`entity(…, { primaryKey })`), when it has one. */
   readonly primaryKey?: readonly K[] | undefined
+  /** Indexes over several columns, unique or partial ones (`entity(…, { indexes })`). */
+  readonly indexes?: readonly IndexDef<string>[] | undefined
+  /** CHECK constraints by name (`entity(…, { checks })`). */
+  readonly checks?: Readonly<Record<string, string>> | undefined
 }
 
 export type SchemaDefs = Record<string, EntityDef>
@@ -45,6 +52,14 @@ export interface EntityOptions<P, K extends string = never> {
    * never changed; `em.load` and `em.ref` take `{ student, course }`.
    */
   readonly primaryKey?: readonly K[]
+  /**
+   * Indexes over one column or several, unique or partial: `indexes: [{ on: ['author', 'title'] },
+   * { on: ['email'], unique: true, where: 'deleted_at is null' }]` (`.index()` on a column for one
+   * alone). A foreign key's column gets an index of its own unless an index leads with it.
+   */
+  readonly indexes?: readonly IndexDef<KeyProp<P>>[]
+  /** CHECK constraints over the row, by name: `checks: { order_dates: 'shipped_at >= ordered_at' }`. */
+  readonly checks?: Readonly<Record<string, string>>
 }
 
 /** The nullable time columns an entity may mark deleted rows with. */
@@ -54,7 +69,9 @@ type TimeProp<P> = { [F in keyof P]: P[F] extends Column<Date, true, boolean> ? 
 export function entity<const P extends Record<string, AnyProp>, const K extends KeyProp<P> = never>(table: string, props: P, options: EntityOptions<P, K> = {}): EntityDef<P, NoInfer<K>> {
   if (options.schema !== undefined && (typeof options.schema !== 'string' || options.schema === '')) throw new SchemaError(`entity ${JSON.stringify(table)}: schema must be a non-empty name`)
   const primaryKey = options.primaryKey === undefined ? undefined : Object.freeze([...options.primaryKey])
-  return Object.freeze({ table, schema: options.schema, props, unique: Object.freeze((options.unique ?? []).map((key) => Object.freeze([...key]))), softDelete: options.softDelete, primaryKey })
+  const indexes = options.indexes === undefined ? undefined : Object.freeze(options.indexes.map((index) => Object.freeze({ ...index, on: Object.freeze([...(index?.on ?? [])]) })))
+  const checks = options.checks === undefined ? undefined : Object.freeze({ ...options.checks })
+  return Object.freeze({ table, schema: options.schema, props, unique: Object.freeze((options.unique ?? []).map((key) => Object.freeze([...key]))), softDelete: options.softDelete, primaryKey, indexes, checks })
 }
 
 /** A table's name in messages and results (`billing.invoice`), and as statements write it (`"billing"."invoice"`). */
@@ -152,73 +169,11 @@ function resolve(defs: SchemaDefs): Map<string, EntityMeta> {
     ;(d.meta as { version: FieldMeta | undefined }).version = versions[0]
     ;(d.meta as { softDelete: FieldMeta | undefined }).softDelete = softDeleteField(d, defs[d.meta.name]!)
     if (d.meta.key) (d.meta.key as FieldMeta[]).push(...primaryKey(d, defs[d.meta.name]!))
+    ;(d.meta as { indexes: readonly IndexMeta[] }).indexes = indexesOf(d, defs[d.meta.name]!)
+    ;(d.meta as { checks: readonly CheckMeta[] }).checks = checksOf(d, defs[d.meta.name]!)
     Object.freeze(d.fields)
   }
   return new Map([...drafts].map(([name, d]) => [name, d.meta]))
-}
-
-/** The field `{ softDelete }` names, checked: a nullable time column of the entity. */
-function softDeleteField(d: Draft, def: EntityDef): FieldMeta | undefined {
-  if (def.softDelete === undefined) return undefined
-  const field = d.fieldByProp.get(def.softDelete)
-  const time = field && !field.ref && (field.type.sqlType === 'timestamptz' || field.type.sqlType === 'timestamp')
-  if (!field || !time || !field.nullable || field.version || field.generated) {
-    throw new SchemaError(`${d.meta.name}: softDelete names ${JSON.stringify(def.softDelete)}, which must be a nullable t.timestamptz() or t.timestamp() property of ${d.meta.name}`)
-  }
-  return field
-}
-
-/**
- * The fields `{ primaryKey }` names, checked: columns of a type keys can have or many-to-ones, not
- * nullable, filled by the application (no server value, no version), none named twice.
- */
-function primaryKey(d: Draft, def: EntityDef): FieldMeta[] {
-  const props = def.primaryKey ?? []
-  const name = d.meta.name
-  if (!Array.isArray(props) || props.length === 0) throw new SchemaError(`${name}: primaryKey lists one property or more, got ${JSON.stringify(props)}`)
-  if (new Set(props).size !== props.length) throw new SchemaError(`${name}: primaryKey ${JSON.stringify(props)} names a property twice`)
-  return props.map((prop) => {
-    const field = d.fieldByProp.get(prop)
-    const why = !field
-      ? 'which is not a column or many-to-one of it'
-      : field.nullable
-        ? 'which is nullable'
-        : field.serverDefault || field.generated
-          ? 'which the server fills'
-          : field.version
-            ? 'which is its version'
-            : field.ref === undefined && !KEY_PART_TYPES.has(field.type.sqlType) && field.enumValues === undefined
-              ? `a ${field.type.sqlType} column (a key part is ${[...KEY_PART_TYPES].join(', ')}, an enum or a many-to-one)`
-              : d.meta.softDelete === field
-                ? 'which marks its deleted rows'
-                : undefined
-    if (why) throw new SchemaError(`${name}: primaryKey names ${JSON.stringify(prop)}, ${why}`)
-    return field!
-  })
-}
-
-/** Column types a part of a composite key can have: compared exactly by their text, never changed in place (as ids: builders.ts). */
-const KEY_PART_TYPES = new Set(['int2', 'int4', 'int8', 'text', 'varchar', 'bpchar', 'uuid'])
-
-/** Every unique key of an entity: each `.unique()` column, then each key of `entity(…, { unique })`, checked. */
-function uniqueKeys(d: Draft, def: EntityDef): (readonly FieldMeta[])[] {
-  const keys: (readonly FieldMeta[])[] = d.fields.filter((f) => f.unique).map((f) => [f])
-  const seen = new Set(keys.map((key) => key[0]!.column))
-  for (const key of def.unique ?? []) {
-    if (!Array.isArray(key) || key.length === 0) throw new SchemaError(`${d.meta.name}: a unique key lists one property or more, got ${JSON.stringify(key)}`)
-    const fields = key.map((prop) => {
-      const field = d.fieldByProp.get(prop)
-      if (!field) throw new SchemaError(`${d.meta.name}: unique key ${JSON.stringify(key)} names ${JSON.stringify(prop)}, which is not a column or many-to-one of ${d.meta.name}`)
-      return field
-    })
-    const columns = fields.map((f) => f.column)
-    if (new Set(columns).size !== columns.length) throw new SchemaError(`${d.meta.name}: unique key ${JSON.stringify(key)} names a property twice`)
-    const name = [...columns].sort().join(',')
-    if (seen.has(name)) throw new SchemaError(`${d.meta.name}: unique key ${JSON.stringify(key)} is declared twice`)
-    seen.add(name)
-    keys.push(fields)
-  }
-  return keys
 }
 
 function claim(tables: Map<string, string>, table: string, owner: string): void {
@@ -257,6 +212,8 @@ function draft(name: string, def: EntityDef): Draft {
     version: undefined,
     softDelete: undefined,
     uniqueKeys: [],
+    indexes: [],
+    checks: [],
     // Derived once the schema is ordered (derive.ts).
     counters: [],
     selfReferences: [],

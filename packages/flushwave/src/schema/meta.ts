@@ -30,6 +30,10 @@ export interface EntityMeta {
   readonly softDelete: FieldMeta | undefined
   /** Unique keys besides the id: each `.unique()` field alone, then each key over several columns. */
   readonly uniqueKeys: readonly (readonly FieldMeta[])[]
+  /** Indexes the schema declares (`.index()`, `entity(…, { indexes })`); foreign keys' own are not listed. */
+  readonly indexes: readonly IndexMeta[]
+  /** CHECK constraints: each column's `.checkSql()`, then `entity(…, { checks })`. */
+  readonly checks: readonly CheckMeta[]
 
   // Facts derived from the whole schema, compiled once when it is defined (see define.ts).
   /** The counter fields (`em.increment`), in `fields` order: what an UPDATE with increments reads back. */
@@ -88,6 +92,21 @@ export interface TableCache {
   readonly multiRowShapes: Set<string>
   /** The entity class. */
   entityClass: (new (state: never) => object) | undefined
+}
+
+export interface IndexMeta {
+  /** The index's name in the database. */
+  readonly name: string
+  readonly fields: readonly FieldMeta[]
+  readonly unique: boolean
+  /** A partial index's condition, as written. */
+  readonly where: string | undefined
+}
+
+export interface CheckMeta {
+  readonly name: string
+  /** The condition, as written. */
+  readonly sql: string
 }
 
 export interface IdMeta {

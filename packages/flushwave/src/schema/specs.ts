@@ -31,6 +31,10 @@ export interface ColumnSpec {
   readonly serverDefault: ServerDefaultSpec | undefined
   /** `.generated(sql)`: `generated always as (sql) stored`, never written, read back after every write. */
   readonly generated: GeneratedSpec | undefined
+  /** `.index()`: an index on the column alone. */
+  readonly index?: boolean
+  /** `.checkSql(sql)`: a CHECK constraint on the column, the server's to enforce. */
+  readonly checkSql?: string | undefined
 }
 
 export interface ServerDefaultSpec {

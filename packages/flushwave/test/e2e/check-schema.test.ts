@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { defineSchema, entity, SchemaMismatchError, t } from '../../src/index.js'
+import { CheckViolationError, defineSchema, entity, SchemaMismatchError, t } from '../../src/index.js'
 import { bookstore } from '../support/bookstore.js'
 import { testDatabase, type TestDatabase } from '../support/database.js'
 import { ALL_EXECUTORS } from '../support/executors.js'
@@ -92,6 +92,68 @@ describe('checkSchema on lengths', () => {
       { table: 'label', column: 'loose', problem: 'has no length limit; the schema says 12' },
       { table: 'label', column: 'iso', problem: 'has length 2; the schema says 3' },
       { table: 'label', column: 'codes', problem: 'has length 20; the schema says 12' },
+    ])
+  })
+})
+
+describe('indexes, CHECK constraints and ON DELETE actions', () => {
+  const constrained = defineSchema({
+    Shop: entity('shop', { id: t.id(), name: t.text() }),
+    Item: entity(
+      'item',
+      {
+        id: t.id(),
+        sku: t.text().index(),
+        quantity: t.integer().checkSql('quantity between 1 and 100'),
+        price: t.numeric(),
+        sale: t.numeric().nullable(),
+        shop: t.manyToOne('Shop').onDelete('cascade'),
+        deletedAt: t.timestamptz().nullable(),
+      },
+      {
+        indexes: [{ on: ['shop', 'sku'] }, { on: ['sku'], unique: true, where: 'deleted_at is null', name: 'item_live_sku' }],
+        checks: { item_sale_below_price: 'sale is null or sale < price' },
+      },
+    ),
+  })
+  let db: TestDatabase<typeof constrained.defs>
+  beforeEach(async () => {
+    db = await testDatabase(constrained, { name: 'check_constraints' })
+  })
+  afterEach(() => db.close())
+
+  it('are created by createTablesSql, enforced by the server, and found by checkSchema', async () => {
+    expect(await db.orm.checkSchema()).toEqual([])
+    const indexes = (await db.sql`select indexname::text as name, indexdef::text as def from pg_indexes where tablename = 'item' order by indexname`) as unknown as { name: string; def: string }[]
+    expect(indexes.map((i) => i.name)).toEqual(['item_live_sku', 'item_pkey', 'item_shop_id_sku_idx', 'item_sku_idx'])
+    expect(indexes.find((i) => i.name === 'item_live_sku')!.def).toMatch(/^CREATE UNIQUE INDEX item_live_sku ON .*item USING btree \(sku\) WHERE \(deleted_at IS NULL\)$/)
+    // The shop reference has no index of its own: (shop_id, sku) leads with it.
+    const em = db.orm.em()
+    const shop = em.create('Shop', { name: 's' })
+    em.create('Item', { sku: 'a', quantity: 101, price: '2', shop })
+    const error = await em.flush().catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(CheckViolationError)
+    expect((error as CheckViolationError).constraint).toBe('item_quantity_check')
+  })
+
+  it('reports a missing index, a missing check and another ON DELETE action', async () => {
+    const [fk] = await db.sql`select conname::text from pg_constraint where conrelid = 'item'::regclass and contype = 'f'`
+    for (const statement of [
+      'drop index item_live_sku',
+      'create unique index other_name on item (sku)', // not partial: not the schema's
+      'drop index item_sku_idx',
+      'create index item_sku_lower on item (lower(sku))', // an expression: not an index on (sku)
+      'alter table item drop constraint item_sale_below_price',
+      `alter table item drop constraint "${fk!.conname as string}"`,
+      'alter table item add foreign key (shop_id) references shop on delete restrict',
+    ]) {
+      await db.sql.unsafe(statement)
+    }
+    expect(await db.orm.checkSchema()).toEqual([
+      { table: 'item', column: 'shop_id', problem: 'its foreign key to shop is ON DELETE restrict; the schema says cascade' },
+      { table: 'item', problem: 'has no index on (sku) (the schema\'s item_sku_idx)' },
+      { table: 'item', problem: 'has no unique partial index on (sku) (the schema\'s item_live_sku)' },
+      { table: 'item', problem: 'has no CHECK constraint item_sale_below_price' },
     ])
   })
 })
