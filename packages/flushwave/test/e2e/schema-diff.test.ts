@@ -1,0 +1,282 @@
+/**
+ * diffModels walks a schema through thirteen versions on a real database: tables and columns
+ * added, dropped and renamed, types changed, indexes (partial, unique, over several columns),
+ * unique keys, checks, enum values added and removed, foreign-key actions, nullability, defaults, a
+ * PostgreSQL schema of its own, a many-to-many and a composite key. At every step the `up`
+ * statements leave checkSchema() with nothing to report, and the `down` statements (the diff the
+ * other way) bring back the previous step's catalog exactly, as the system catalogs describe it
+ * (columns compared by name: PostgreSQL appends a column added again at the end).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { defineSchema, entity, flushwave, t, type Schema } from '../../src/index.js'
+import { diffModels, type Renames } from '../../src/catalog/diff.js'
+import { modelOf } from '../../src/catalog/model.js'
+import { testDatabase, type TestDatabase } from '../support/database.js'
+
+const billing = `billing_${process.pid}`
+
+const author = { id: t.id(), name: t.text() }
+const book = { id: t.id(), title: t.text(), author: t.manyToOne('Author') }
+const status = (values: readonly [string, ...string[]]) => t.enum('book_status', values)
+
+/** Each version, and the renames that lead to it from the one before. */
+const versions: { schema: Schema; renames?: Renames; what: string }[] = [
+  { what: 'two tables', schema: defineSchema({ Author: entity('author', author), Book: entity('book', book) }) },
+  {
+    what: 'a column with a unique key, a nullable column',
+    schema: defineSchema({ Author: entity('author', { ...author, email: t.text().nullable().unique() }), Book: entity('book', { ...book, pages: t.integer().nullable() }) }),
+  },
+  {
+    what: 'a column renamed, an index',
+    renames: { columns: new Map([['"book"', new Map([['title', 'heading']])]]) },
+    schema: defineSchema({
+      Author: entity('author', { ...author, email: t.text().nullable().unique() }),
+      Book: entity('book', { id: t.id(), heading: t.text().index(), author: t.manyToOne('Author'), pages: t.integer().nullable() }),
+    }),
+  },
+  {
+    what: 'types changed: wider, and narrower',
+    schema: defineSchema({
+      Author: entity('author', { id: t.id(), name: t.varchar(100), email: t.text().nullable().unique() }),
+      Book: entity('book', { id: t.id(), heading: t.text().index(), author: t.manyToOne('Author'), pages: t.bigint().nullable() }),
+    }),
+  },
+  {
+    what: 'an enum column with a default, a check',
+    schema: defineSchema({
+      Author: entity('author', { id: t.id(), name: t.varchar(100), email: t.text().nullable().unique() }),
+      Book: entity('book', { id: t.id(), heading: t.text().index(), author: t.manyToOne('Author'), pages: t.bigint().nullable().checkSql('pages >= 0'), status: status(['draft', 'published']).default('draft') }),
+    }),
+  },
+  {
+    what: 'an enum value between two, a foreign key action, not null, another default',
+    schema: defineSchema({
+      Author: entity('author', { id: t.id(), name: t.varchar(100), email: t.text().unique() }),
+      Book: entity('book', {
+        id: t.id(),
+        heading: t.text().index(),
+        author: t.manyToOne('Author').onDelete('cascade'),
+        pages: t.bigint().nullable().checkSql('pages >= 0'),
+        status: status(['draft', 'review', 'published']).default('published'),
+      }),
+    }),
+  },
+  {
+    what: 'a table and a many-to-many',
+    schema: defineSchema({
+      Author: entity('author', { id: t.id(), name: t.varchar(100), email: t.text().unique() }),
+      Book: entity('book', {
+        id: t.id(),
+        heading: t.text().index(),
+        author: t.manyToOne('Author').onDelete('cascade'),
+        pages: t.bigint().nullable().checkSql('pages >= 0'),
+        status: status(['draft', 'review', 'published']).default('published'),
+        tags: t.manyToMany('Tag'),
+      }),
+      Tag: entity('tag', { id: t.id(), name: t.text().unique() }),
+    }),
+  },
+  {
+    what: 'a table in a PostgreSQL schema of its own, referring to another',
+    schema: defineSchema({
+      Author: entity('author', { id: t.id(), name: t.varchar(100), email: t.text().unique() }),
+      Book: entity('book', {
+        id: t.id(),
+        heading: t.text().index(),
+        author: t.manyToOne('Author').onDelete('cascade'),
+        pages: t.bigint().nullable().checkSql('pages >= 0'),
+        status: status(['draft', 'review', 'published']).default('published'),
+        tags: t.manyToMany('Tag'),
+      }),
+      Tag: entity('tag', { id: t.id(), name: t.text().unique() }),
+      Invoice: entity('invoice', { id: t.id(), total: t.numeric().default('0'), author: t.manyToOne('Author') }, { schema: billing }),
+    }),
+  },
+  {
+    what: 'a table renamed, with its join table',
+    renames: { tables: new Map([['"tag"', '"label"'], ['"book_tag"', '"book_label"']]), columns: new Map([['"book_label"', new Map([['tag_id', 'label_id']])]]) },
+    schema: defineSchema({
+      Author: entity('author', { id: t.id(), name: t.varchar(100), email: t.text().unique() }),
+      Book: entity('book', {
+        id: t.id(),
+        heading: t.text().index(),
+        author: t.manyToOne('Author').onDelete('cascade'),
+        pages: t.bigint().nullable().checkSql('pages >= 0'),
+        status: status(['draft', 'review', 'published']).default('published'),
+        tags: t.manyToMany('Label'),
+      }),
+      Label: entity('label', { id: t.id(), name: t.text().unique() }),
+      Invoice: entity('invoice', { id: t.id(), total: t.numeric().default('0'), author: t.manyToOne('Author') }, { schema: billing }),
+    }),
+  },
+  {
+    what: 'a column dropped, an index dropped, a partial index over two columns, a check over the row',
+    schema: defineSchema({
+      Author: entity('author', { id: t.id(), name: t.varchar(100) }),
+      Book: entity(
+        'book',
+        {
+          id: t.id(),
+          heading: t.text(),
+          author: t.manyToOne('Author').onDelete('cascade'),
+          pages: t.bigint().nullable().checkSql('pages >= 0'),
+          status: status(['draft', 'review', 'published']).default('published'),
+          tags: t.manyToMany('Label'),
+        },
+        { indexes: [{ on: ['author', 'heading'], where: "status <> 'draft'" }], checks: { book_heading_short: 'length(heading) < 200' } },
+      ),
+      Label: entity('label', { id: t.id(), name: t.text().unique() }),
+      Invoice: entity('invoice', { id: t.id(), total: t.numeric().default('0'), author: t.manyToOne('Author') }, { schema: billing }),
+    }),
+  },
+  {
+    what: 'a table and its PostgreSQL schema dropped, a composite-key table',
+    schema: defineSchema({
+      Author: entity('author', { id: t.id(), name: t.varchar(100) }),
+      Book: entity(
+        'book',
+        {
+          id: t.id(),
+          heading: t.text(),
+          author: t.manyToOne('Author').onDelete('cascade'),
+          pages: t.bigint().nullable().checkSql('pages >= 0'),
+          status: status(['draft', 'review', 'published']).default('published'),
+          tags: t.manyToMany('Label'),
+        },
+        { indexes: [{ on: ['author', 'heading'], where: "status <> 'draft'" }], checks: { book_heading_short: 'length(heading) < 200' } },
+      ),
+      Label: entity('label', { id: t.id(), name: t.text().unique() }),
+      Review: entity('review', { book: t.manyToOne('Book').onDelete('cascade'), author: t.manyToOne('Author'), stars: t.smallint(), deletedAt: t.timestamptz().nullable() }, { primaryKey: ['book', 'author'], softDelete: 'deletedAt' }),
+    }),
+  },
+  {
+    what: 'an enum value removed, a unique key over two columns, a nullable reference',
+    schema: defineSchema({
+      Author: entity('author', { id: t.id(), name: t.varchar(100) }),
+      Book: entity(
+        'book',
+        {
+          id: t.id(),
+          heading: t.text(),
+          author: t.manyToOne('Author').onDelete('cascade'),
+          editor: t.manyToOne('Author').nullable().onDelete('set null'),
+          pages: t.bigint().nullable().checkSql('pages >= 0'),
+          status: status(['draft', 'published']).default('published'),
+          tags: t.manyToMany('Label'),
+        },
+        { indexes: [{ on: ['author', 'heading'], where: "status <> 'draft'" }], checks: { book_heading_short: 'length(heading) < 200' }, unique: [['author', 'heading']] },
+      ),
+      Label: entity('label', { id: t.id(), name: t.text().unique() }),
+      Review: entity('review', { book: t.manyToOne('Book').onDelete('cascade'), author: t.manyToOne('Author'), stars: t.smallint(), deletedAt: t.timestamptz().nullable() }, { primaryKey: ['book', 'author'], softDelete: 'deletedAt' }),
+    }),
+  },
+  {
+    what: 'a generated column, an identity dropped from a key the application now provides, a default dropped',
+    schema: defineSchema({
+      Author: entity('author', { id: t.providedId(), name: t.varchar(100), initial: t.text().generated('left(name, 1)') }),
+      Book: entity(
+        'book',
+        {
+          id: t.id(),
+          heading: t.text(),
+          author: t.manyToOne('Author').onDelete('cascade'),
+          editor: t.manyToOne('Author').nullable().onDelete('set null'),
+          pages: t.bigint().nullable().checkSql('pages >= 0'),
+          status: status(['draft', 'published']),
+          tags: t.manyToMany('Label'),
+        },
+        { indexes: [{ on: ['author', 'heading'], where: "status <> 'draft'" }], checks: { book_heading_short: 'length(heading) < 200' }, unique: [['author', 'heading']] },
+      ),
+      Label: entity('label', { id: t.id(), name: t.text().unique() }),
+      Review: entity('review', { book: t.manyToOne('Book').onDelete('cascade'), author: t.manyToOne('Author'), stars: t.smallint(), deletedAt: t.timestamptz().nullable() }, { primaryKey: ['book', 'author'], softDelete: 'deletedAt' }),
+    }),
+  },
+]
+
+/** The renames the other way, for a down migration. */
+function reversed(renames: Renames | undefined): Renames {
+  const tables = new Map([...(renames?.tables ?? [])].map(([from, to]) => [to, from]))
+  const columns = new Map(
+    [...(renames?.columns ?? [])].map(([table, map]) => {
+      const oldTable = [...(renames?.tables ?? [])].find(([, to]) => to === table)?.[0] ?? table
+      return [oldTable, new Map([...map].map(([from, to]) => [to, from]))]
+    }),
+  )
+  return { tables, columns }
+}
+
+describe('diffModels through thirteen versions of a schema', () => {
+  let db: TestDatabase<Record<string, never>>
+  beforeAll(async () => {
+    db = await testDatabase(defineSchema({}), { name: 'schema_diff' })
+    await db.sql.unsafe(`drop schema if exists "${billing}" cascade`)
+    await db.sql.unsafe('drop table if exists flushwave_outcome')
+  })
+  afterAll(async () => {
+    await db?.sql.unsafe(`drop schema if exists "${billing}" cascade`)
+    await db?.close()
+  })
+
+  /** The catalog of the test's schemas, through pg_catalog: tables, columns, constraints, indexes and enum types. */
+  async function catalog(): Promise<unknown> {
+    const [{ ns }] = (await db.sql`select current_schema() as ns`) as unknown as [{ ns: string }]
+    const spaces = [ns, billing]
+    const tables = await db.sql`select n.nspname || '.' || c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = any(${spaces}) and c.relkind = 'r' order by 1`
+    const columns = await db.sql`
+      select c.relname || '.' || a.attname as name, format_type(a.atttypid, a.atttypmod) as type, a.attnotnull as not_null,
+             pg_get_expr(d.adbin, d.adrelid) as def, a.attidentity as identity, a.attgenerated as generated
+      from pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace
+      left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+      where n.nspname = any(${spaces}) and c.relkind = 'r' and a.attnum > 0 and not a.attisdropped order by 1`
+    const constraints = await db.sql`
+      select c.relname || '.' || con.conname as name, pg_get_constraintdef(con.oid) as def, con.condeferrable as deferrable
+      from pg_constraint con join pg_class c on c.oid = con.conrelid join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = any(${spaces}) order by 1`
+    const indexes = await db.sql`select schemaname || '.' || indexname as name, regexp_replace(indexdef, ' ON [^ ]+ ', ' ON ') as def from pg_indexes where schemaname = any(${spaces}) order by 1`
+    const enums = await db.sql`
+      select t.typname as name, array_agg(e.enumlabel::text order by e.enumsortorder) as labels
+      from pg_type t join pg_namespace n on n.oid = t.typnamespace join pg_enum e on e.enumtypid = t.oid
+      where n.nspname = any(${spaces}) group by t.typname order by 1`
+    const schemas = await db.sql`select nspname from pg_namespace where nspname = ${billing}`
+    return { tables, columns, constraints, indexes, enums, schemas }
+  }
+
+  const run = async (statements: readonly { sql: string }[]) => {
+    await db.sql.begin(async (tx) => {
+      for (const { sql } of statements) await tx.unsafe(sql)
+    })
+  }
+
+  it('applies each version, and undoes it exactly', async () => {
+    let previous = modelOf(defineSchema({}), { outcomeLedger: false })
+    let before = await catalog()
+    for (const [i, version] of versions.entries()) {
+      const next = modelOf(version.schema, { outcomeLedger: false })
+      const up = diffModels(previous, next, version.renames)
+      expect(up.length, `v${i + 1} (${version.what}) changes something`).toBeGreaterThan(0)
+      await run(up)
+      expect(await flushwave({ schema: version.schema, sql: db.sql, outcomeLedger: false }).checkSchema(), `v${i + 1} (${version.what}): ${up.map((s) => s.sql).join('; ')}`).toEqual([])
+      expect(diffModels(next, next), `v${i + 1} against itself`).toEqual([])
+      const after = await catalog()
+      const down = diffModels(next, previous, reversed(version.renames))
+      await run(down)
+      expect(await catalog(), `v${i + 1} (${version.what}) undone: ${down.map((s) => s.sql).join('; ')}`).toEqual(before)
+      await run(up)
+      expect(await catalog(), `v${i + 1} again`).toEqual(after)
+      previous = next
+      before = after
+    }
+  })
+
+  it('says which statements can lose data or fail on rows', () => {
+    const steps = (from: number, to: number, renames?: Renames) => diffModels(modelOf(versions[from]!.schema, { outcomeLedger: false }), modelOf(versions[to]!.schema, { outcomeLedger: false }), renames)
+    const destructive = (list: ReturnType<typeof steps>) => list.filter((s) => s.destructive).map((s) => s.destructive)
+    expect(destructive(steps(0, 1))).toEqual(['fails on rows that repeat its values'])
+    expect(destructive(steps(2, 3))).toEqual(['changes the type of name from text to varchar(100): values may not convert'])
+    expect(destructive(steps(8, 9))).toEqual(['drops column email of "author" and its values', 'fails on rows it does not hold for'])
+    expect(destructive(steps(9, 10))).toContain('drops table "' + billing + '"."invoice" and its rows')
+    // Renamed, not dropped and made again: no data lost.
+    expect(destructive(steps(1, 2, versions[2]!.renames))).toEqual([])
+    expect(steps(1, 2, versions[2]!.renames).map((s) => s.sql)).toContain('alter table "book" rename column "title" to "heading"')
+  })
+})
