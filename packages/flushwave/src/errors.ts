@@ -213,3 +213,21 @@ function describe(value: unknown): string {
 function describeDifferences(differences: readonly SchemaDifference[]): string {
   return differences.map((d) => `  - ${d.column === undefined ? d.table : `${d.table}.${d.column}`}: ${d.problem}`).join('\n')
 }
+
+/**
+ * A migration failed (`migrate up`, `down`, `orm.migrate()`): its transaction rolled back, so the
+ * database is as it was before it, and the history too. Names the migration and the statement.
+ */
+export class MigrationError extends FlushwaveError {
+  override name = 'MigrationError'
+  constructor(
+    /** The migration's id (its directory's name). */
+    readonly migration: string,
+    /** The statement that failed, as the file has it; undefined when the failure was not a statement's. */
+    readonly statement: string | undefined,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+  }
+}

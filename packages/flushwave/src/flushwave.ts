@@ -6,6 +6,8 @@ import { poolSource } from './drivers/node-postgres/pg-source.js'
 import { FlushwaveError, SchemaMismatchError, type SchemaDifference } from './errors.js'
 import type { Executor, QueryEvent } from './drivers/executor.js'
 import { compareCatalog, expectedTables } from './catalog/check.js'
+import { readMigrations } from './migrate/files.js'
+import { migrateUp, type MigrateOptions } from './migrate/runner.js'
 import { renderCheckCatalog, renderColumnCatalog, renderForeignKeyCatalog, renderIndexCatalog } from './catalog/check-queries.js'
 import { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js/executor.js'
 import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
@@ -139,6 +141,15 @@ export class Flushwave<D extends SchemaDefs> {
       expected.checks.length > 0 ? this.executor.read(renderCheckCatalog(expected.checks)) : [],
     ])
     return compareCatalog(expected, columns, keys, indexes, checks)
+  }
+
+  /**
+   * Applies the migrations of `dir` (default `migrations`, from the working directory) that are not
+   * applied yet, as `flushwave migrate up` does: each in its own transaction, under an advisory lock
+   * that lets every instance of the application call it at start-up. Resolves with the ids it applied.
+   */
+  async migrate(options: MigrateOptions & { readonly dir?: string } = {}): Promise<string[]> {
+    return migrateUp(this.executor, await readMigrations(options.dir ?? 'migrations'), options)
   }
 
   /** `checkSchema()`, throwing a SchemaMismatchError that lists every difference: for start-up. */

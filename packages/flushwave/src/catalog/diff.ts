@@ -96,8 +96,11 @@ export function diffModels(from: DbModel, to: DbModel, renames: Renames = {}): S
   for (const table of to.tables) {
     const old = before.get(table.name)
     for (const fk of table.foreignKeys) {
-      if (old && sameForeignKey(find(old.foreignKeys, fk.name), fk, renamedTo)) continue
-      add(`alter table ${table.name} add constraint ${quoteIdent(fk.name)} foreign key (${quoteIdent(fk.column)}) ${references(fk)}`, old ? 'fails on rows that refer to none' : undefined)
+      const was = old && find(old.foreignKeys, fk.name)
+      if (sameForeignKey(was, fk, renamedTo)) continue
+      // A new table has no rows; a key that only changes its action or deferral held for every row already.
+      const held = !old || (was !== undefined && was.column === fk.column && renamedTo(was.target) === fk.target && was.targetColumn === fk.targetColumn)
+      add(`alter table ${table.name} add constraint ${quoteIdent(fk.name)} foreign key (${quoteIdent(fk.column)}) ${references(fk)}`, held ? undefined : 'fails on rows that refer to none')
     }
   }
 

@@ -11,17 +11,18 @@ import { readCatalog } from './pull-read.js'
 import { generateSchemaModule } from './pull-generate.js'
 
 const USAGE = `usage: flushwave pull --url <postgres url> --out <file.ts> [--schema <schema,…>] [--version-column <name>] [--exclude <table,…>]
+       flushwave migrate <generate|up|down|status|check> …   (flushwave migrate --help)
   --url              the database to read (default: $DATABASE_URL)
   --out              where to write the module (default: print it)
   --schema           the PostgreSQL schemas whose tables to read (default: public); the tables
                      and enums of the first are left to the search path, those of the others
                      get { schema: '…' }
   --version-column   an int4 column of this name becomes t.version() (optimistic locking)
-  --exclude          tables to leave out (name, or schema.name), besides flushwave_outcome and
-                     knex's migration tables`
+  --exclude          tables to leave out (name, or schema.name), besides flushwave_outcome,
+                     flushwave_migrations and knex's migration tables`
 
 /** Tables that are the tools' own, never the application's entities. */
-const ALWAYS_EXCLUDED = ['flushwave_outcome', 'knex_migrations', 'knex_migrations_lock']
+const ALWAYS_EXCLUDED = ['flushwave_outcome', 'flushwave_migrations', 'knex_migrations', 'knex_migrations_lock']
 
 export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv

@@ -20,6 +20,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['entities/'],
   ['flush/'],
   ['entity-manager/'],
+  ['migrate/'],
   ['flushwave.ts', 'cli.ts'],
   ['index.ts'],
 ]

@@ -1,0 +1,152 @@
+/**
+ * `flushwave migrate generate|up|down|status|check`: migrations generated from the schema module,
+ * applied through postgres.js (which must be installed). Returns the exit status; cli.ts runs it.
+ */
+import { join, relative, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
+import { modelOf } from '../catalog/model.js'
+import { PostgresJsExecutor, type PostgresJsLike } from '../drivers/postgres-js/executor.js'
+import { FlushwaveError } from '../errors.js'
+import type { Schema } from '../schema/define.js'
+import { readMigrations } from './files.js'
+import { generate, parseRenames, plan } from './generate.js'
+import { migrateDown, migrateUp, migrationStatus } from './runner.js'
+
+export const MIGRATE_USAGE = `usage: flushwave migrate <command> [options]
+  generate <name>   write migrations/<timestamp>_<name>/ (up.sql, down.sql, snapshot.json): what
+                    takes the last migration's snapshot (an empty database before the first) to
+                    the schema module's tables
+  up                apply every migration not applied yet, each in its own transaction
+  down              undo the last applied migration
+  status            list the migrations: applied, pending, edited since applied, missing
+  check             exit 1, printing the difference, when the schema module and the migrations disagree
+
+  --module <file>        the module that exports \`schema\` (generate, check); .ts needs tsx installed
+  --dir <dir>            the migrations directory (default: migrations)
+  --url <postgres url>   the database (up, down, status; default: $DATABASE_URL)
+  --rename <a=b>         generate: a table renamed (table=new, schema.table=new) or a column
+                         (table.column=new), never guessed; repeat it for several
+  --allow-destructive    generate: write statements that can lose data or fail on existing rows
+                         (dropping a column or table, narrowing a type, adding NOT NULL…)
+  --no-ledger            generate, check: the schema's Flushwave is made with outcomeLedger: false
+  --table <name>         the history table (default: flushwave_migrations)
+  --lock-timeout <ms>    how long a statement may wait for a lock (default: 10000)`
+
+type Values = {
+  module?: string | undefined
+  dir?: string | undefined
+  url?: string | undefined
+  rename?: string[] | undefined
+  'allow-destructive'?: boolean | undefined
+  'no-ledger'?: boolean | undefined
+  table?: string | undefined
+  'lock-timeout'?: string | undefined
+  help?: boolean | undefined
+}
+
+export async function migrateMain(argv: readonly string[]): Promise<number> {
+  let values: Values
+  let positionals: string[]
+  try {
+    const parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      options: {
+        module: { type: 'string' },
+        dir: { type: 'string', default: 'migrations' },
+        url: { type: 'string' },
+        rename: { type: 'string', multiple: true },
+        'allow-destructive': { type: 'boolean' },
+        'no-ledger': { type: 'boolean' },
+        table: { type: 'string' },
+        'lock-timeout': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    })
+    values = parsed.values
+    positionals = parsed.positionals
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${MIGRATE_USAGE}`)
+    return 2
+  }
+  const [command, name, ...extra] = positionals
+  if (values.help || command === undefined) {
+    ;(values.help ? console.log : console.error)(MIGRATE_USAGE)
+    return values.help ? 0 : 2
+  }
+  const known = ['generate', 'up', 'down', 'status', 'check']
+  if (!known.includes(command) || extra.length > 0 || (command === 'generate') !== (name !== undefined)) {
+    console.error(`flushwave migrate: ${known.includes(command) ? `unexpected arguments ${JSON.stringify(positionals.slice(1))}` : `unknown command ${JSON.stringify(command)}`}\n${MIGRATE_USAGE}`)
+    return 2
+  }
+  const dir = resolve(values.dir ?? 'migrations')
+  const migrations = await readMigrations(dir)
+  if (command === 'generate' || command === 'check') {
+    if (values.module === undefined) {
+      console.error(`flushwave migrate ${command}: --module names the module that exports \`schema\`\n${MIGRATE_USAGE}`)
+      return 2
+    }
+    const next = modelOf(await loadSchema(values.module), values['no-ledger'] ? { outcomeLedger: false } : {})
+    if (command === 'check') {
+      const { up } = plan(migrations, next)
+      if (up.length === 0) return 0
+      console.error(`flushwave migrate check: the schema module and the migrations disagree; \`flushwave migrate generate <name>\` would write:\n${up.map((s) => `  ${s.sql};`).join('\n')}`)
+      return 1
+    }
+    const previous = migrations.at(-1)?.snapshot
+    const renames = parseRenames(values.rename ?? [], previous ?? next)
+    const written = await generate(dir, migrations, next, { name: name!, renames, allowDestructive: values['allow-destructive'] === true })
+    const where = join(relative(process.cwd(), dir) || '.', written?.id ?? '')
+    console.log(written ? `wrote ${where}/ (${written.up.length} statement${written.up.length === 1 ? '' : 's'} up, ${written.down.length} down)` : 'nothing to do: the migrations already make the schema')
+    return 0
+  }
+  const url = values.url ?? process.env.DATABASE_URL
+  if (!url) {
+    console.error(`flushwave migrate ${command}: no database: give --url or set DATABASE_URL\n${MIGRATE_USAGE}`)
+    return 2
+  }
+  const lockTimeoutMs = values['lock-timeout'] === undefined ? undefined : Number(values['lock-timeout'])
+  if (lockTimeoutMs !== undefined && !(lockTimeoutMs > 0)) {
+    console.error(`flushwave migrate: --lock-timeout takes a positive number of milliseconds, got ${values['lock-timeout']}`)
+    return 2
+  }
+  const options = { ...(values.table && { table: values.table }), ...(lockTimeoutMs && { lockTimeoutMs }), log: (line: string) => console.log(line) }
+  const postgres = (await import('postgres').catch(() => {
+    throw new FlushwaveError('flushwave migrate needs postgres.js: npm install postgres')
+  })) as unknown as { default: (url: string, options: object) => PostgresJsLike & { end(): Promise<void> } }
+  const sql = postgres.default(url, { max: 1, onnotice: () => {} })
+  try {
+    const executor = new PostgresJsExecutor(sql)
+    if (command === 'up') {
+      const applied = await migrateUp(executor, migrations, options)
+      if (applied.length === 0) console.log('nothing to apply')
+    } else if (command === 'down') {
+      if ((await migrateDown(executor, migrations, options)) === undefined) console.log('no migration is applied')
+    } else {
+      for (const row of await migrationStatus(executor, migrations, options)) console.log(`${row.state.padEnd(8)} ${row.id}${row.appliedAt ? `  ${row.appliedAt.toISOString()}` : ''}`)
+    }
+    return 0
+  } finally {
+    await sql.end()
+  }
+}
+
+/** The `schema` a module exports; a .ts module through tsx when Node cannot import it itself. */
+async function loadSchema(file: string): Promise<Schema> {
+  const url = pathToFileURL(resolve(file)).href
+  let module: { schema?: unknown }
+  try {
+    module = (await import(url)) as { schema?: unknown }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw error
+    const tsx = (await import('tsx/esm/api' as string).catch(() => {
+      throw new FlushwaveError(`${file}: Node cannot import TypeScript by itself; install tsx (npm install -D tsx), or give the compiled module`)
+    })) as { tsImport(url: string, parent: string): Promise<unknown> }
+    module = (await tsx.tsImport(url, import.meta.url)) as { schema?: unknown }
+  }
+  const schema = module.schema as Schema | undefined
+  if (schema === undefined || typeof schema !== 'object' || !(schema.entities instanceof Map)) throw new FlushwaveError(`${file} exports no \`schema\` made by defineSchema`)
+  return schema
+}

@@ -1,0 +1,183 @@
+/**
+ * `flushwave migrate`: migrations generated from a schema module walk it through thirteen versions
+ * (test/support/schema-versions.ts), each applied with `up` (checkSchema() then empty) and undone
+ * with `down` (the previous catalog back, as pg_catalog describes it); ten processes running `up`
+ * at once on a database thirteen migrations behind apply each once; a migration that fails half
+ * way leaves the database and its history as they were and names the statement; an edited applied
+ * migration is refused; `check` and `generate` refuse what they must.
+ */
+import { spawn } from 'node:child_process'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { flushwave, MigrationError } from '../../src/index.js'
+import { migrateMain } from '../../src/migrate/command.js'
+import { billing, versions } from '../support/schema-versions.js'
+
+const root = fileURLToPath(new URL('../../', import.meta.url))
+const support = fileURLToPath(new URL('../support/schema-versions.ts', import.meta.url))
+
+describe('flushwave migrate', () => {
+  let admin: postgres.Sql
+  const databases: string[] = []
+  let dir: string
+  const migrations = () => join(dir, 'migrations')
+
+  /** A database of its own: the command connects with the server's default search path. */
+  async function database(): Promise<{ url: string; sql: postgres.Sql }> {
+    const name = `migrate_${process.pid}_${databases.length}_${Date.now().toString(36)}`
+    await admin.unsafe(`create database ${name}`)
+    databases.push(name)
+    const where = new URL(inject('databaseUrl'))
+    where.pathname = `/${name}`
+    return { url: where.toString(), sql: postgres(where.toString(), { max: 1, onnotice: () => {} }) }
+  }
+
+  beforeAll(async () => {
+    admin = postgres(inject('databaseUrl'), { max: 1, onnotice: () => {} })
+    dir = await mkdtemp(join(tmpdir(), 'flushwave-migrate-'))
+  })
+  afterAll(async () => {
+    for (const name of databases) await admin.unsafe(`drop database if exists ${name} with (force)`)
+    await admin?.end()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  /** The catalog of the public schema and the extra one: what `down` must bring back exactly. */
+  async function catalog(sql: postgres.Sql): Promise<unknown> {
+    const spaces = ['public', billing]
+    return {
+      columns: await sql`
+        select c.relname || '.' || a.attname as name, format_type(a.atttypid, a.atttypmod) as type, a.attnotnull as not_null,
+               pg_get_expr(d.adbin, d.adrelid) as def, a.attidentity as identity, a.attgenerated as generated
+        from pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace
+        left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+        where n.nspname = any(${spaces}) and c.relkind = 'r' and c.relname <> 'flushwave_migrations' and a.attnum > 0 and not a.attisdropped order by 1`,
+      constraints: await sql`
+        select c.relname || '.' || con.conname as name, pg_get_constraintdef(con.oid) as def
+        from pg_constraint con join pg_class c on c.oid = con.conrelid join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = any(${spaces}) and c.relname <> 'flushwave_migrations' order by 1`,
+      indexes: await sql`select indexname as name, indexdef as def from pg_indexes where schemaname = any(${spaces}) and tablename <> 'flushwave_migrations' order by 1`,
+      enums: await sql`select t.typname as name, array_agg(e.enumlabel::text order by e.enumsortorder) as labels from pg_type t join pg_enum e on e.enumtypid = t.oid group by 1 order by 1`,
+    }
+  }
+
+  it('generates each version of a schema, applies it, and undoes it exactly', async () => {
+    const { url, sql } = await database()
+    try {
+      let before = await catalog(sql)
+      for (const [i, version] of versions.entries()) {
+        const module = join(dir, `v${i + 1}.ts`)
+        await writeFile(module, `import { versions } from ${JSON.stringify(support)}\nexport const schema = versions[${i}]!.schema\n`)
+        const at = `v${i + 1} (${version.what})`
+        expect(await migrateMain(['generate', `v${i + 1}`, '--module', module, '--dir', migrations(), '--allow-destructive', ...(version.flags ?? [])]), at).toBe(0)
+        expect(await migrateMain(['up', '--dir', migrations(), '--url', url]), at).toBe(0)
+        expect(await flushwave({ schema: version.schema, sql }).checkSchema(), at).toEqual([])
+        expect(await migrateMain(['check', '--module', module, '--dir', migrations()]), at).toBe(0)
+        const after = await catalog(sql)
+        expect(await migrateMain(['down', '--dir', migrations(), '--url', url]), at).toBe(0)
+        expect(await catalog(sql), `${at} undone`).toEqual(before)
+        expect(await migrateMain(['up', '--dir', migrations(), '--url', url]), at).toBe(0)
+        expect(await catalog(sql), `${at} again`).toEqual(after)
+        before = after
+      }
+      const history = await sql`select id from flushwave_migrations order by id`
+      expect(history.map((r) => (r.id as string).slice(15))).toEqual(versions.map((_, i) => `v${i + 1}`))
+    } finally {
+      await sql.end()
+    }
+  })
+
+  /** Every version's module, and its migration generated into `into` (offline: from the snapshots). */
+  async function generateAll(into: string): Promise<void> {
+    for (const [i, version] of versions.entries()) {
+      const module = join(dir, `v${i + 1}.ts`)
+      await writeFile(module, `import { versions } from ${JSON.stringify(support)}\nexport const schema = versions[${i}]!.schema\n`)
+      expect(await migrateMain(['generate', `v${i + 1}`, '--module', module, '--dir', into, '--allow-destructive', ...(version.flags ?? [])])).toBe(0)
+    }
+  }
+
+  it('applies each migration once when ten processes run `up` at once on a database thirteen behind', async () => {
+    const { url, sql } = await database()
+    const own = join(dir, 'concurrent')
+    await generateAll(own)
+    try {
+      const runs = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          new Promise<{ code: number | null; out: string }>((done) => {
+            const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'migrate', 'up', '--dir', own, '--url', url], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+            let out = ''
+            child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+            child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()))
+            child.on('close', (code) => done({ code, out }))
+          }),
+        ),
+      )
+      expect(runs.map((r) => r.code), runs.map((r) => r.out).join('\n')).toEqual(Array(10).fill(0))
+      const applied = runs.flatMap((r) => r.out.split('\n').filter((line) => line.startsWith('applied ')))
+      expect(applied.length).toBe(versions.length)
+      expect(new Set(applied).size).toBe(versions.length)
+      expect((await sql`select count(*)::int as n, count(distinct id)::int as ids from flushwave_migrations`)[0]).toEqual({ n: versions.length, ids: versions.length })
+      expect(await flushwave({ schema: versions.at(-1)!.schema, sql }).checkSchema()).toEqual([])
+    } finally {
+      await sql.end()
+    }
+  }, 120_000)
+
+  it('leaves the database and its history as they were when a migration fails half way, naming its statement', async () => {
+    const { url, sql } = await database()
+    const own = join(dir, 'failing')
+    try {
+      await writeFile(join(dir, 'one.ts'), `import { versions } from ${JSON.stringify(support)}\nexport const schema = versions[0]!.schema\n`)
+      expect(await migrateMain(['generate', 'first', '--module', join(dir, 'one.ts'), '--dir', own])).toBe(0)
+      const failing = join(own, '29990101000000_broken')
+      await import('node:fs/promises').then((fs) => fs.mkdir(failing))
+      await writeFile(join(failing, 'up.sql'), "create table kept (id int);\n\ninsert into kept values (1);\n\n-- a comment; with a semicolon\ninsert into nowhere values ('a;b');\n")
+      await writeFile(join(failing, 'down.sql'), 'drop table kept;\n')
+      const { migrateUp } = await import('../../src/migrate/runner.js')
+      const { readMigrations } = await import('../../src/migrate/files.js')
+      const orm = flushwave({ schema: versions[0]!.schema, sql })
+      const error = await migrateUp(orm.executor, await readMigrations(own)).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(MigrationError)
+      expect((error as MigrationError).migration).toBe('29990101000000_broken')
+      expect((error as MigrationError).statement).toBe("insert into nowhere values ('a;b')")
+      expect((error as Error).message).toMatch(/relation "nowhere" does not exist/)
+      expect((await sql`select to_regclass('kept') as t`)[0]!.t).toBeNull()
+      expect((await sql`select id from flushwave_migrations`).map((r) => (r.id as string).slice(15))).toEqual(['first'])
+      // The command says the same and exits 1.
+      expect(await migrateMain(['up', '--dir', own, '--url', url]).catch((e: unknown) => e)).toBeInstanceOf(MigrationError)
+
+      // An applied migration edited afterwards is refused, and listed as such.
+      await rm(failing, { recursive: true })
+      const first = (await readMigrations(own))[0]!
+      await writeFile(join(own, first.id, 'up.sql'), `${first.up}\n-- edited\n`)
+      const edited = await migrateUp(orm.executor, await readMigrations(own)).catch((e: unknown) => e)
+      expect((edited as Error).message).toMatch(/changed since it was applied/)
+      const { migrationStatus } = await import('../../src/migrate/runner.js')
+      expect((await migrationStatus(orm.executor, await readMigrations(own))).map((s) => s.state)).toEqual(['edited'])
+    } finally {
+      await sql.end()
+    }
+  })
+
+  it('refuses a destructive migration without --allow-destructive, and check fails on a schema ahead of its migrations', async () => {
+    const own = join(dir, 'refusing')
+    await generateAll(join(dir, 'modules'))
+    const module = (i: number) => join(dir, `v${i + 1}.ts`)
+    expect(await migrateMain(['generate', 'first', '--module', module(0), '--dir', own])).toBe(0)
+    const refused = await migrateMain(['generate', 'second', '--module', module(1), '--dir', own]).catch((e: unknown) => e)
+    expect(refused).toBeInstanceOf(MigrationError)
+    expect((refused as Error).message).toMatch(/--allow-destructive[^]*unique \("email"\)/)
+    expect(await migrateMain(['check', '--module', module(1), '--dir', own])).toBe(1)
+    expect(await migrateMain(['check', '--module', module(0), '--dir', own])).toBe(0)
+    expect(await migrateMain(['generate', 'again', '--module', module(0), '--dir', own])).toBe(0) // nothing to do: no directory written
+    const { readMigrations } = await import('../../src/migrate/files.js')
+    expect((await readMigrations(own)).map((m) => m.id.slice(15))).toEqual(['first'])
+    expect(await readFile(join(own, (await readMigrations(own))[0]!.id, 'up.sql'), 'utf8')).toMatch(/^-- \d{14}_first: up\./)
+    expect(await migrateMain(['--help'])).toBe(0)
+    expect(await migrateMain(['frobnicate'])).toBe(2)
+  })
+})
