@@ -1,7 +1,7 @@
 /**
- * The bookstore's entities. The tables themselves are created by the knex migrations in
- * ../migrations (test/migrations.test.ts checks that they are exactly what `createTablesSql(schema)`
- * would create, plus a few CHECK and UNIQUE constraints only the database enforces).
+ * The bookstore's entities. The tables are created by the knex migrations in ../migrations, which
+ * `flushwave migrate generate --knex` wrote from this module (test/migrations.test.ts checks that
+ * they make exactly what `createTablesSql(schema)` makes, and that none is missing).
  */
 import { defineSchema, entity, t, type EntityOf, type Hooks } from 'flushwave'
 
@@ -18,8 +18,8 @@ export const schema = defineSchema({
   Book: entity('book', {
     id: t.id(),
     title: t.text().length({ min: 1, max: 300 }),
-    price: t.numeric().check(nonNegative),
-    pages: t.integer().nullable().range({ min: 1 }),
+    price: t.numeric().check(nonNegative).checkSql('price >= 0'),
+    pages: t.integer().nullable().range({ min: 1 }).checkSql('pages >= 1'),
     published: t.boolean().default(false),
     /** Average of the reviews' stars, two decimals: starsTotal / reviewCount. */
     rating: t.numeric().default('0.00'),
@@ -33,7 +33,7 @@ export const schema = defineSchema({
   }),
   Review: entity('review', {
     id: t.id(),
-    stars: t.integer().range({ min: 1, max: 5 }),
+    stars: t.integer().range({ min: 1, max: 5 }).checkSql('stars between 1 and 5'),
     body: t.text().nullable(),
     reviewer: t.text().nullable(),
     createdAt: t.timestamptz().defaultNow(),
@@ -67,16 +67,20 @@ export const schema = defineSchema({
     /** Null once the book is deleted; title and price stay as they were sold. */
     book: t.manyToOne('Book').nullable().onDelete('set null'),
     title: t.text(),
-    quantity: t.integer().range({ min: 1, max: 100 }),
+    quantity: t.integer().range({ min: 1, max: 100 }).checkSql('quantity between 1 and 100'),
     unitPrice: t.numeric(),
   }),
-  /** One row per book (the migration adds UNIQUE (book_id) and CHECK (quantity >= 0)). */
-  Stock: entity('stock', {
-    id: t.id(),
-    book: t.manyToOne('Book').onDelete('cascade'),
-    quantity: t.integer(),
-    version: t.version(),
-  }),
+  /** One row per book, never below zero: the last line of defence of POST /checkout. */
+  Stock: entity(
+    'stock',
+    {
+      id: t.id(),
+      book: t.manyToOne('Book').onDelete('cascade'),
+      quantity: t.integer().checkSql('quantity >= 0'),
+      version: t.version(),
+    },
+    { unique: [['book']] },
+  ),
   AuditLog: entity('audit_log', {
     id: t.id(),
     action: t.text(),

@@ -27,7 +27,8 @@ export function createTablesSql(schema: Schema, options: { readonly outcomeLedge
   for (const meta of schema.insertOrder) {
     created.add(meta)
     const inline = (f: FieldMeta) => !f.ref || created.has(f.ref.target)
-    const keys = meta.uniqueKeys.filter((key) => key.length > 1).map((key) => `unique (${key.map((f) => f.quoted).join(', ')})`)
+    // A column's own .unique() is written with it; every other key (`entity(…, { unique })`, one column or several) here.
+    const keys = meta.uniqueKeys.filter((key) => key.length > 1 || !key[0]!.unique).map((key) => `unique (${key.map((f) => f.quoted).join(', ')})`)
     const primary = meta.key ? [`primary key (${meta.key.map((f) => f.quoted).join(', ')})`] : []
     const checks = meta.checks.map((c) => `constraint ${quoteIdent(c.name)} check (${c.sql})`)
     out.push(`create table ${meta.quotedTable} (\n  ${[...(meta.key ? [] : [idColumn(meta)]), ...meta.fields.map((f) => fieldColumn(f, inline(f))), ...primary, ...keys, ...checks].join(',\n  ')}\n)`)

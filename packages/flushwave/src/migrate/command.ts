@@ -29,6 +29,8 @@ export const MIGRATE_USAGE = `usage: flushwave migrate <command> [options]
                          (table.column=new), never guessed; repeat it for several
   --allow-destructive    generate: write statements that can lose data or fail on existing rows
                          (dropping a column or table, narrowing a type, adding NOT NULL…)
+  --knex                 generate: a knex migration file, <dir>/<timestamp>_<name>.ts (and its
+                         .snapshot.json), for an application whose migrations knex runs
   --no-ledger            generate, check: the schema's Flushwave is made with outcomeLedger: false
   --table <name>         the history table (default: flushwave_migrations)
   --lock-timeout <ms>    how long a statement may wait for a lock (default: 10000)`
@@ -39,6 +41,7 @@ type Values = {
   url?: string | undefined
   rename?: string[] | undefined
   'allow-destructive'?: boolean | undefined
+  knex?: boolean | undefined
   'no-ledger'?: boolean | undefined
   table?: string | undefined
   'lock-timeout'?: string | undefined
@@ -58,6 +61,7 @@ export async function migrateMain(argv: readonly string[]): Promise<number> {
         url: { type: 'string' },
         rename: { type: 'string', multiple: true },
         'allow-destructive': { type: 'boolean' },
+        knex: { type: 'boolean' },
         'no-ledger': { type: 'boolean' },
         table: { type: 'string' },
         'lock-timeout': { type: 'string' },
@@ -97,10 +101,16 @@ export async function migrateMain(argv: readonly string[]): Promise<number> {
     }
     const previous = migrations.at(-1)?.snapshot
     const renames = parseRenames(values.rename ?? [], previous ?? next)
-    const written = await generate(dir, migrations, next, { name: name!, renames, allowDestructive: values['allow-destructive'] === true })
-    const where = join(relative(process.cwd(), dir) || '.', written?.id ?? '')
-    console.log(written ? `wrote ${where}/ (${written.up.length} statement${written.up.length === 1 ? '' : 's'} up, ${written.down.length} down)` : 'nothing to do: the migrations already make the schema')
+    const knex = values.knex === true
+    const written = await generate(dir, migrations, next, { name: name!, renames, allowDestructive: values['allow-destructive'] === true, knex })
+    const where = join(relative(process.cwd(), dir) || '.', written === undefined ? '' : knex ? `${written.id}.ts` : `${written.id}/`)
+    console.log(written ? `wrote ${where} (${written.up.length} statement${written.up.length === 1 ? '' : 's'} up, ${written.down.length} down)` : 'nothing to do: the migrations already make the schema')
     return 0
+  }
+  const byKnex = migrations.filter((m) => m.kind === 'knex')
+  if (byKnex.length > 0) {
+    console.error(`flushwave migrate ${command}: ${byKnex.length} of the migrations in ${dir} are knex migration files (${byKnex[0]!.id}…): knex applies them (knex migrate:latest, or the application's own migrator)`)
+    return 2
   }
   const url = values.url ?? process.env.DATABASE_URL
   if (!url) {

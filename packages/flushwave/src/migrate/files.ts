@@ -11,6 +11,8 @@ import type { Step } from '../catalog/diff.js'
  * edited migration from the one that was applied.
  */
 export interface Migration {
+  /** `sql`: a directory Flushwave applies; `knex`: a knex migration file, which knex applies (only its snapshot is read). */
+  readonly kind: 'sql' | 'knex'
   readonly id: string
   readonly up: string
   readonly down: string
@@ -27,17 +29,21 @@ export async function readMigrations(dir: string): Promise<Migration[]> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
     throw error
   }
-  const ids = entries.filter((e) => e.isDirectory() && /^\d{14}_/.test(e.name)).map((e) => e.name).sort()
-  return Promise.all(
-    ids.map(async (id) => {
-      const [up, down, snapshot] = await Promise.all([
-        readFile(join(dir, id, 'up.sql'), 'utf8'),
-        readFile(join(dir, id, 'down.sql'), 'utf8').catch(() => ''),
-        readFile(join(dir, id, 'snapshot.json'), 'utf8').then((text) => JSON.parse(text) as DbModel, () => undefined),
-      ])
-      return { id, up, down, checksum: checksum(up, down), snapshot }
-    }),
-  )
+  const ids = entries.filter((e) => e.isDirectory() && /^\d{14}_/.test(e.name)).map((e) => e.name)
+  const knex = entries.filter((e) => e.isFile() && /^\d{14}_.*\.snapshot\.json$/.test(e.name)).map((e) => e.name)
+  const sql = ids.map(async (id): Promise<Migration> => {
+    const [up, down, snapshot] = await Promise.all([
+      readFile(join(dir, id, 'up.sql'), 'utf8'),
+      readFile(join(dir, id, 'down.sql'), 'utf8').catch(() => ''),
+      readFile(join(dir, id, 'snapshot.json'), 'utf8').then((text) => JSON.parse(text) as DbModel, () => undefined),
+    ])
+    return { kind: 'sql', id, up, down, checksum: checksum(up, down), snapshot }
+  })
+  const knexOnes = knex.map(async (file): Promise<Migration> => {
+    const snapshot = JSON.parse(await readFile(join(dir, file), 'utf8')) as DbModel
+    return { kind: 'knex', id: file.replace(/\.snapshot\.json$/, ''), up: '', down: '', checksum: '', snapshot }
+  })
+  return (await Promise.all([...sql, ...knexOnes])).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 }
 
 export function checksum(up: string, down: string): string {
@@ -65,6 +71,39 @@ export async function writeMigration(dir: string, id: string, up: readonly Step[
   ])
   return at
 }
+
+/**
+ * A knex migration file (`<id>.ts`) doing the same, for applications whose migrations knex runs
+ * (each in its own transaction), and its snapshot beside it (`<id>.snapshot.json`).
+ */
+export async function writeKnexMigration(dir: string, id: string, up: readonly Step[], down: readonly Step[], snapshot: DbModel): Promise<string> {
+  await mkdir(dir, { recursive: true })
+  const body = (steps: readonly Step[]) =>
+    steps.map((step) => `${step.destructive ? `  // ${DESTRUCTIVE.slice(3)} ${step.destructive}\n` : ''}  await knex.raw(\`${knexText(step.sql)}\`)`).join('\n')
+  const text = [
+    `// ${id}: written by \`flushwave migrate generate --knex\`; edit it before it is applied, never after.`,
+    `// The tables once it is applied are in ${id}.snapshot.json, from which the next migration is generated.`,
+    `import type { Knex } from 'knex'`,
+    ``,
+    `export async function up(knex: Knex): Promise<void> {`,
+    body(up),
+    `}`,
+    ``,
+    `export async function down(knex: Knex): Promise<void> {`,
+    body(down),
+    `}`,
+    ``,
+  ].join('\n')
+  const file = join(dir, `${id}.ts`)
+  await Promise.all([writeFile(file, text), writeFile(join(dir, `${id}.snapshot.json`), `${JSON.stringify(snapshot, null, 2)}\n`)])
+  return file
+}
+
+/**
+ * SQL in a template literal, as it is: backslashes, backticks and `${` escaped. knex.raw given no
+ * bindings sends it unchanged, `?` included (its placeholders are read only with bindings).
+ */
+const knexText = (sql: string): string => sql.replace(/\\/g, '\\\\').replace(/`/g, '\\`').replace(/\$\{/g, '\\${')
 
 /** `20261128093000`: a migration id's timestamp, in UTC. */
 export function timestamp(date: Date): string {

@@ -2,7 +2,7 @@ import { diffModels, EMPTY_MODEL, type Renames, type Step } from '../catalog/dif
 import type { DbModel } from '../catalog/model.js'
 import { MigrationError } from '../errors.js'
 import { quoteIdent } from '../schema/quote.js'
-import { timestamp, writeMigration, type Migration } from './files.js'
+import { timestamp, writeKnexMigration, writeMigration, type Migration } from './files.js'
 
 /**
  * `migrate generate`: the statements from the model the last migration left (its snapshot; an
@@ -25,7 +25,7 @@ export async function generate(
   dir: string,
   migrations: readonly Migration[],
   next: DbModel,
-  options: { readonly name: string; readonly renames?: Renames; readonly allowDestructive?: boolean; readonly now?: Date },
+  options: { readonly name: string; readonly renames?: Renames; readonly allowDestructive?: boolean; readonly now?: Date; readonly knex?: boolean },
 ): Promise<Generated | undefined> {
   if (!/^[a-z0-9_]+$/i.test(options.name)) throw new MigrationError(options.name, undefined, `a migration's name is letters, digits and underscores: ${JSON.stringify(options.name)}`)
   const { up, down } = plan(migrations, next, options.renames)
@@ -40,7 +40,7 @@ export async function generate(
   const last = migrations.at(-1)?.id.slice(0, 14)
   if (last !== undefined && stamp <= last) stamp = String(BigInt(last) + 1n)
   const id = `${stamp}_${options.name}`
-  await writeMigration(dir, id, up, down, next)
+  await (options.knex ? writeKnexMigration : writeMigration)(dir, id, up, down, next)
   return { id, up, down }
 }
 
