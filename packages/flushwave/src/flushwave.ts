@@ -5,10 +5,9 @@ import { knexSource, type KnexLike } from './drivers/node-postgres/knex-source.j
 import { poolSource } from './drivers/node-postgres/pg-source.js'
 import { FlushwaveError, SchemaMismatchError, type SchemaDifference } from './errors.js'
 import type { Executor, QueryEvent } from './drivers/executor.js'
-import { compareCatalog, expectedTables } from './catalog/check.js'
+import { checkSchemaWith } from './catalog/check.js'
 import { readMigrations } from './migrate/files.js'
 import { migrateUp, type MigrateOptions } from './migrate/runner.js'
-import { renderCheckCatalog, renderColumnCatalog, renderForeignKeyCatalog, renderIndexCatalog } from './catalog/check-queries.js'
 import { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js/executor.js'
 import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
@@ -133,14 +132,7 @@ export class Flushwave<D extends SchemaDefs> {
    * partial indexes' conditions.
    */
   async checkSchema(): Promise<SchemaDifference[]> {
-    const expected = expectedTables(this.schema, this.ledgerTable)
-    const [columns, keys, indexes, checks] = await Promise.all([
-      this.executor.read(renderColumnCatalog(expected.columns)),
-      this.executor.read(renderForeignKeyCatalog(expected.foreignKeys)),
-      expected.indexes.length > 0 ? this.executor.read(renderIndexCatalog(expected.indexes)) : [],
-      expected.checks.length > 0 ? this.executor.read(renderCheckCatalog(expected.checks)) : [],
-    ])
-    return compareCatalog(expected, columns, keys, indexes, checks)
+    return checkSchemaWith(this.schema, this.ledgerTable, (statement) => this.executor.read(statement))
   }
 
   /**

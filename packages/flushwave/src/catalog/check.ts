@@ -1,4 +1,5 @@
-import type { ExpectedCheck, ExpectedColumn, ExpectedForeignKey, ExpectedIndex } from './check-queries.js'
+import { renderCheckCatalog, renderColumnCatalog, renderForeignKeyCatalog, renderIndexCatalog, type ExpectedCheck, type ExpectedColumn, type ExpectedForeignKey, type ExpectedIndex } from './check-queries.js'
+import type { Statement } from '../sql/statement.js'
 import type { SchemaDifference } from '../errors.js'
 import { declaredType, type ColumnType } from '../schema/column-types.js'
 import type { Schema } from '../schema/define.js'
@@ -123,6 +124,21 @@ export function compareCatalog(
     out.push({ table: unquote(want.table), problem: `has no CHECK constraint ${want.name}` })
   })
   return out
+}
+
+/**
+ * `orm.checkSchema()`: the catalog queries for `schema` (and the outcome ledger's table, quoted,
+ * when there is one), sent together through `read`, compared.
+ */
+export async function checkSchemaWith(schema: Schema, ledgerTable: string | undefined, read: (statement: Statement) => Promise<readonly (readonly unknown[])[]>): Promise<SchemaDifference[]> {
+  const expected = expectedTables(schema, ledgerTable)
+  const [columns, keys, indexes, checks] = await Promise.all([
+    read(renderColumnCatalog(expected.columns)),
+    read(renderForeignKeyCatalog(expected.foreignKeys)),
+    expected.indexes.length > 0 ? read(renderIndexCatalog(expected.indexes)) : [],
+    expected.checks.length > 0 ? read(renderCheckCatalog(expected.checks)) : [],
+  ])
+  return compareCatalog(expected, columns, keys, indexes, checks)
 }
 
 /** Drivers answer booleans as booleans or as 't'/'f'. */

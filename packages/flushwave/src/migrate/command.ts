@@ -5,13 +5,17 @@
 import { join, relative, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
-import { modelOf } from '../catalog/model.js'
+import { modelOf, type DbModel } from '../catalog/model.js'
+import type { Executor } from '../drivers/executor.js'
+import { checkSchemaWith } from '../catalog/check.js'
+import { DEFAULT_LEDGER_TABLE } from '../sql/render-ledger.js'
+import { quoteIdent } from '../schema/quote.js'
 import { PostgresJsExecutor, type PostgresJsLike } from '../drivers/postgres-js/executor.js'
-import { FlushwaveError } from '../errors.js'
+import { FlushwaveError, SchemaMismatchError } from '../errors.js'
 import type { Schema } from '../schema/define.js'
-import { readMigrations } from './files.js'
-import { generate, parseRenames, plan } from './generate.js'
-import { migrateDown, migrateUp, migrationStatus } from './runner.js'
+import { readMigrations, type Migration } from './files.js'
+import { askRenames, generate, parseRenames, plan } from './generate.js'
+import { migrateDown, migrateUp, migrationStatus, recordApplied, type MigrateOptions } from './runner.js'
 
 export const MIGRATE_USAGE = `usage: flushwave migrate <command> [options]
   generate <name>   write migrations/<timestamp>_<name>/ (up.sql, down.sql, snapshot.json): what
@@ -21,12 +25,15 @@ export const MIGRATE_USAGE = `usage: flushwave migrate <command> [options]
   down              undo the last applied migration
   status            list the migrations: applied, pending, edited since applied, missing
   check             exit 1, printing the difference, when the schema module and the migrations disagree
+  baseline <name>   for a database made otherwise, that matches the schema module (checkSchema):
+                    write the first migration, creating every table, and record it as applied
 
   --module <file>        the module that exports \`schema\` (generate, check); .ts needs tsx installed
   --dir <dir>            the migrations directory (default: migrations)
   --url <postgres url>   the database (up, down, status; default: $DATABASE_URL)
   --rename <a=b>         generate: a table renamed (table=new, schema.table=new) or a column
-                         (table.column=new), never guessed; repeat it for several
+                         (table.column=new), never guessed; repeat it for several. In a terminal,
+                         generate asks about a table or column dropped while another is created
   --allow-destructive    generate: write statements that can lose data or fail on existing rows
                          (dropping a column or table, narrowing a type, adding NOT NULL…)
   --knex                 generate: a knex migration file, <dir>/<timestamp>_<name>.ts (and its
@@ -80,19 +87,22 @@ export async function migrateMain(argv: readonly string[]): Promise<number> {
     ;(values.help ? console.log : console.error)(MIGRATE_USAGE)
     return values.help ? 0 : 2
   }
-  const known = ['generate', 'up', 'down', 'status', 'check']
-  if (!known.includes(command) || extra.length > 0 || (command === 'generate') !== (name !== undefined)) {
+  const known = ['generate', 'up', 'down', 'status', 'check', 'baseline']
+  const named = command === 'generate' || command === 'baseline'
+  if (!known.includes(command) || extra.length > 0 || named !== (name !== undefined)) {
     console.error(`flushwave migrate: ${known.includes(command) ? `unexpected arguments ${JSON.stringify(positionals.slice(1))}` : `unknown command ${JSON.stringify(command)}`}\n${MIGRATE_USAGE}`)
     return 2
   }
   const dir = resolve(values.dir ?? 'migrations')
   const migrations = await readMigrations(dir)
-  if (command === 'generate' || command === 'check') {
+  if (command === 'generate' || command === 'check' || command === 'baseline') {
     if (values.module === undefined) {
       console.error(`flushwave migrate ${command}: --module names the module that exports \`schema\`\n${MIGRATE_USAGE}`)
       return 2
     }
-    const next = modelOf(await loadSchema(values.module), values['no-ledger'] ? { outcomeLedger: false } : {})
+    const schema = await loadSchema(values.module)
+    const next = modelOf(schema, values['no-ledger'] ? { outcomeLedger: false } : {})
+    if (command === 'baseline') return baseline(dir, migrations, schema, next, name!, values)
     if (command === 'check') {
       const { up } = plan(migrations, next)
       if (up.length === 0) return 0
@@ -100,7 +110,9 @@ export async function migrateMain(argv: readonly string[]): Promise<number> {
       return 1
     }
     const previous = migrations.at(-1)?.snapshot
-    const renames = parseRenames(values.rename ?? [], previous ?? next)
+    let renames = parseRenames(values.rename ?? [], previous ?? next)
+    // In a terminal, a table or column that would be dropped while another is created is asked about.
+    if (process.stdin.isTTY && process.stdout.isTTY) renames = await askRenames(migrations, next, renames, terminalAsk)
     const knex = values.knex === true
     const written = await generate(dir, migrations, next, { name: name!, renames, allowDestructive: values['allow-destructive'] === true, knex })
     const where = join(relative(process.cwd(), dir) || '.', written === undefined ? '' : knex ? `${written.id}.ts` : `${written.id}/`)
@@ -117,18 +129,9 @@ export async function migrateMain(argv: readonly string[]): Promise<number> {
     console.error(`flushwave migrate ${command}: no database: give --url or set DATABASE_URL\n${MIGRATE_USAGE}`)
     return 2
   }
-  const lockTimeoutMs = values['lock-timeout'] === undefined ? undefined : Number(values['lock-timeout'])
-  if (lockTimeoutMs !== undefined && !(lockTimeoutMs > 0)) {
-    console.error(`flushwave migrate: --lock-timeout takes a positive number of milliseconds, got ${values['lock-timeout']}`)
-    return 2
-  }
-  const options = { ...(values.table && { table: values.table }), ...(lockTimeoutMs && { lockTimeoutMs }), log: (line: string) => console.log(line) }
-  const postgres = (await import('postgres').catch(() => {
-    throw new FlushwaveError('flushwave migrate needs postgres.js: npm install postgres')
-  })) as unknown as { default: (url: string, options: object) => PostgresJsLike & { end(): Promise<void> } }
-  const sql = postgres.default(url, { max: 1, onnotice: () => {} })
-  try {
-    const executor = new PostgresJsExecutor(sql)
+  const options = runOptions(values)
+  if (options === undefined) return 2
+  return connected(url, async (executor) => {
     if (command === 'up') {
       const applied = await migrateUp(executor, migrations, options)
       if (applied.length === 0) console.log('nothing to apply')
@@ -138,8 +141,67 @@ export async function migrateMain(argv: readonly string[]): Promise<number> {
       for (const row of await migrationStatus(executor, migrations, options)) console.log(`${row.state.padEnd(8)} ${row.id}${row.appliedAt ? `  ${row.appliedAt.toISOString()}` : ''}`)
     }
     return 0
+  })
+}
+
+/** `baseline`: the database must match the schema already; the migration creates nothing and is recorded as applied. */
+async function baseline(dir: string, migrations: readonly Migration[], schema: Schema, next: DbModel, name: string, values: Values): Promise<number> {
+  if (migrations.length > 0) {
+    console.error(`flushwave migrate baseline: ${dir} has migrations already; a baseline is the first one`)
+    return 2
+  }
+  const url = values.url ?? process.env.DATABASE_URL
+  const options = runOptions(values)
+  if (!url || options === undefined) {
+    if (!url) console.error(`flushwave migrate baseline: no database: give --url or set DATABASE_URL\n${MIGRATE_USAGE}`)
+    return 2
+  }
+  return connected(url, async (executor) => {
+    const ledger = values['no-ledger'] ? undefined : quoteIdent(DEFAULT_LEDGER_TABLE)
+    const differences = await checkSchemaWith(schema, ledger, (statement) => executor.read(statement))
+    if (differences.length > 0) {
+      console.error(`flushwave migrate baseline: ${new SchemaMismatchError(differences).message} (what orm.checkSchema() reports); make them match first`)
+      return 1
+    }
+    // Every table, as for a new database; this one has them, so it is recorded as applied instead.
+    const written = await generate(dir, [], next, { name, allowDestructive: true })
+    const [migration] = await readMigrations(dir)
+    await recordApplied(executor, migration!, options)
+    console.log(`wrote ${join(relative(process.cwd(), dir) || '.', written!.id)}/ (this database has its tables already; a new one gets them from it)`)
+    return 0
+  })
+}
+
+function runOptions(values: Values): MigrateOptions | undefined {
+  const lockTimeoutMs = values['lock-timeout'] === undefined ? undefined : Number(values['lock-timeout'])
+  if (lockTimeoutMs !== undefined && !(lockTimeoutMs > 0)) {
+    console.error(`flushwave migrate: --lock-timeout takes a positive number of milliseconds, got ${values['lock-timeout']}`)
+    return undefined
+  }
+  return { ...(values.table && { table: values.table }), ...(lockTimeoutMs && { lockTimeoutMs }), log: (line: string) => console.log(line) }
+}
+
+/** Runs `work` with an executor on a postgres.js connection to `url`, closed after. */
+async function connected(url: string, work: (executor: Executor) => Promise<number>): Promise<number> {
+  const postgres = (await import('postgres').catch(() => {
+    throw new FlushwaveError('flushwave migrate needs postgres.js: npm install postgres')
+  })) as unknown as { default: (url: string, options: object) => PostgresJsLike & { end(): Promise<void> } }
+  const sql = postgres.default(url, { max: 1, onnotice: () => {} })
+  try {
+    return await work(new PostgresJsExecutor(sql))
   } finally {
     await sql.end()
+  }
+}
+
+/** A yes-or-no question on the terminal; anything but y or yes is no. */
+async function terminalAsk(question: string): Promise<boolean> {
+  const { createInterface } = await import('node:readline/promises')
+  const terminal = createInterface({ input: process.stdin, output: process.stdout })
+  try {
+    return /^y(es)?$/i.test((await terminal.question(`${question} [y/N] `)).trim())
+  } finally {
+    terminal.close()
   }
 }
 

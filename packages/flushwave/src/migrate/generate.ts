@@ -80,6 +80,53 @@ export function parseRenames(values: readonly string[], known: DbModel): Renames
   return { tables, columns }
 }
 
+/** Asks a yes-or-no question (the command's, in a terminal: readline). */
+export type Ask = (question: string) => Promise<boolean>
+
+/**
+ * Renames asked for, in a terminal, where the diff would drop one table and create another (in the
+ * same PostgreSQL schema), or drop a column and add one of the same type to a table: "was it
+ * renamed?". Each yes joins the renames given; a no leaves the drop and the create (which a
+ * destructive step then needs --allow-destructive for).
+ */
+export async function askRenames(migrations: readonly Migration[], next: DbModel, given: Renames, ask: Ask): Promise<Renames> {
+  const previous = lastSnapshot(migrations)
+  const tables = new Map(given.tables ?? [])
+  const columns = new Map([...(given.columns ?? [])].map(([table, map]) => [table, new Map(map)]))
+  const schemaOf = (name: string) => name.slice(0, name.lastIndexOf('"."') + 1)
+  const nextNames = new Set(next.tables.map((t) => t.name))
+  const renamedTo = new Set(tables.values())
+  for (const old of previous.tables) {
+    if (tables.has(old.name) || nextNames.has(old.name)) continue
+    const candidates = next.tables.filter((t) => !previous.tables.some((p) => p.name === t.name) && !renamedTo.has(t.name) && schemaOf(t.name) === schemaOf(old.name))
+    for (const candidate of candidates) {
+      if (!(await ask(`Was table ${old.name} renamed to ${candidate.name}?`))) continue
+      tables.set(old.name, candidate.name)
+      renamedTo.add(candidate.name)
+      break
+    }
+  }
+  for (const old of previous.tables) {
+    const name = tables.get(old.name) ?? old.name
+    const now = next.tables.find((t) => t.name === name)
+    if (!now) continue
+    const map = columns.get(name) ?? new Map<string, string>()
+    const taken = new Set(map.values())
+    for (const column of old.columns) {
+      if (map.has(column.name) || now.columns.some((c) => c.name === column.name)) continue
+      const candidates = now.columns.filter((c) => c.type === column.type && !old.columns.some((o) => o.name === c.name) && !taken.has(c.name))
+      for (const candidate of candidates) {
+        if (!(await ask(`Was column ${column.name} of ${name} renamed to ${candidate.name}?`))) continue
+        map.set(column.name, candidate.name)
+        taken.add(candidate.name)
+        break
+      }
+    }
+    if (map.size > 0) columns.set(name, map)
+  }
+  return { tables, columns }
+}
+
 /** The renames the other way, for `down`. */
 export function reversed(renames: Renames): Renames {
   const tables = new Map([...(renames.tables ?? [])].map(([from, to]) => [to, from]))

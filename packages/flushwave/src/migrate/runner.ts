@@ -83,6 +83,22 @@ export async function migrateDown(executor: Executor, migrations: readonly Migra
   return undone
 }
 
+/**
+ * Records a migration as applied without running it: the baseline of a database whose tables were
+ * made otherwise (`flushwave migrate baseline`). Refused when the history holds any migration.
+ */
+export async function recordApplied(executor: Executor, migration: Migration, options: MigrateOptions = {}): Promise<void> {
+  const table = quoteIdent(options.table ?? DEFAULT_HISTORY_TABLE)
+  await ensureHistory(executor, table)
+  await executor.transaction(async (tx) => {
+    await lock(tx, table, options)
+    const [row] = await tx.read({ text: `select id from ${table} limit 1`, params: [] })
+    if (row !== undefined) throw new MigrationError(migration.id, undefined, `the database has applied migrations already (${String(row[0])}…): a baseline is the first migration of a database`)
+    await tx.read({ text: `insert into ${table} (id, checksum) values ($1, $2)`, params: [migration.id, migration.checksum] })
+  })
+  options.log?.(`recorded ${migration.id} as applied`)
+}
+
 /** Every migration, on disk or in the history, and where it stands. */
 export async function migrationStatus(executor: Executor, migrations: readonly Migration[], options: MigrateOptions = {}): Promise<MigrationStatus[]> {
   const table = quoteIdent(options.table ?? DEFAULT_HISTORY_TABLE)

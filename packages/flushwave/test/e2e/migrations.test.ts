@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { flushwave, MigrationError } from '../../src/index.js'
+import { createTablesSql, flushwave, MigrationError } from '../../src/index.js'
 import { migrateMain } from '../../src/migrate/command.js'
 import { billing, versions } from '../support/schema-versions.js'
 
@@ -158,6 +158,38 @@ describe('flushwave migrate', () => {
       expect((edited as Error).message).toMatch(/changed since it was applied/)
       const { migrationStatus } = await import('../../src/migrate/runner.js')
       expect((await migrationStatus(orm.executor, await readMigrations(own))).map((s) => s.state)).toEqual(['edited'])
+    } finally {
+      await sql.end()
+    }
+  })
+
+  it('adopts a database made otherwise: a baseline that matches it, then migrations from there', async () => {
+    const { url, sql } = await database()
+    const own = join(dir, 'adopted')
+    const module = (i: number) => join(dir, `v${i + 1}.ts`)
+    await generateAll(join(dir, 'modules-for-baseline'))
+    try {
+      // An empty database does not match: refused, nothing written.
+      expect(await migrateMain(['baseline', 'existing', '--module', module(0), '--dir', own, '--url', url])).toBe(1)
+      for (const statement of createTablesSql(versions[0]!.schema)) await sql.unsafe(statement)
+      expect(await migrateMain(['baseline', 'existing', '--module', module(0), '--dir', own, '--url', url])).toBe(0)
+      expect(await migrateMain(['baseline', 'again', '--module', module(0), '--dir', own, '--url', url])).toBe(2) // a baseline is the first migration
+      const { readMigrations } = await import('../../src/migrate/files.js')
+      const [first] = await readMigrations(own)
+      expect(first!.up).toMatch(/create table "author"/) // what a new database needs
+      expect((await sql`select id from flushwave_migrations`).map((r) => r.id)).toEqual([first!.id])
+      expect(await migrateMain(['generate', 'second', '--module', module(1), '--dir', own, '--allow-destructive'])).toBe(0)
+      expect(await migrateMain(['up', '--dir', own, '--url', url])).toBe(0)
+      expect(await flushwave({ schema: versions[1]!.schema, sql }).checkSchema()).toEqual([])
+      expect((await sql`select count(*)::int as n from flushwave_migrations`)[0]!.n).toBe(2)
+      // A new database gets every table from the same migrations.
+      const fresh = await database()
+      try {
+        expect(await migrateMain(['up', '--dir', own, '--url', fresh.url])).toBe(0)
+        expect(await flushwave({ schema: versions[1]!.schema, sql: fresh.sql }).checkSchema()).toEqual([])
+      } finally {
+        await fresh.sql.end()
+      }
     } finally {
       await sql.end()
     }

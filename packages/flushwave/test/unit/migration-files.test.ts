@@ -4,7 +4,10 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { EMPTY_MODEL } from '../../src/catalog/diff.js'
-import { readMigrations, splitStatements, writeKnexMigration } from '../../src/migrate/files.js'
+import { modelOf } from '../../src/catalog/model.js'
+import { readMigrations, splitStatements, writeKnexMigration, type Migration } from '../../src/migrate/files.js'
+import { askRenames, parseRenames, plan, type Ask } from '../../src/migrate/generate.js'
+import { versions } from '../support/schema-versions.js'
 
 describe('migration files', () => {
   it('split SQL at semicolons outside literals, quoted names, dollar quotes and comments', () => {
@@ -35,3 +38,31 @@ select ';' as "semi;colon"`
     }
   })
 })
+
+describe('renames asked in a terminal', () => {
+  const asOf = (i: number): Migration[] => [{ kind: 'sql', id: `2026112800000${i}_v`, up: '', down: '', checksum: '', snapshot: modelOf(versions[i]!.schema) }]
+  it('turn a drop and a create into the rename the flags would give, asking only about those', async () => {
+    for (const i of [2, 8]) {
+      const asked: string[] = []
+      const yes: Ask = async (question) => (asked.push(question), true)
+      const next = modelOf(versions[i]!.schema)
+      const renames = await askRenames(asOf(i - 1), next, {}, yes)
+      expect(plan(asOf(i - 1), next, renames).up, asked.join('; ')).toEqual(plan(asOf(i - 1), next, parseRenames(flagValues(versions[i]!.flags!), asOf(i - 1)[0]!.snapshot!)).up)
+      if (i === 2) expect(asked).toEqual(['Was column title of "book" renamed to heading?'])
+      if (i === 8) expect(asked).toEqual(['Was table "tag" renamed to "label"?', 'Was table "book_tag" renamed to "book_label"?', 'Was column tag_id of "book_label" renamed to label_id?'])
+    }
+  })
+  it('leave the drop and the create on a no, and ask nothing when the flags said it', async () => {
+    const asked: string[] = []
+    const no: Ask = async (question) => (asked.push(question), false)
+    const next = modelOf(versions[2]!.schema)
+    expect(plan(asOf(1), next, await askRenames(asOf(1), next, {}, no)).up.map((s) => s.sql)).toContain('alter table "book" drop column "title"')
+    expect(asked).toHaveLength(1)
+    asked.length = 0
+    await askRenames(asOf(1), next, parseRenames(['book.title=heading'], asOf(1)[0]!.snapshot!), no)
+    expect(asked).toEqual([])
+  })
+})
+
+/** `--rename a=b` pairs as parseRenames takes their values. */
+const flagValues = (flags: readonly string[]): string[] => flags.filter((_, i) => i % 2 === 1)
