@@ -34,7 +34,7 @@ export function diffModels(from: DbModel, to: DbModel, renames: Renames = {}): S
   for (const name of to.schemas) if (!from.schemas.includes(name)) add(`create schema if not exists ${quoteIdent(name)}`)
   for (const name of to.extensions) if (!from.extensions.includes(name)) add(`create extension if not exists ${quoteIdent(name)}`)
   const oldEnums = new Map(from.enums.map((e) => [e.name, e]))
-  const remade = new Set(to.enums.filter((type) => oldEnums.has(type.name) && !valuesKept(oldEnums.get(type.name)!, type)).map((type) => type.name))
+  const remade = new Set(to.enums.filter((type) => oldEnums.has(type.name) && (!valuesKept(oldEnums.get(type.name)!, type) || usesNewValue(oldEnums.get(type.name)!, type, to))).map((type) => type.name))
   // Tables whose columns change type: their checks and partial indexes, whose expressions may
   // compare those columns, go before and come back after (PostgreSQL rebuilds them with the column,
   // and an enum's literal of the old type no longer compares).
@@ -74,7 +74,13 @@ export function diffModels(from: DbModel, to: DbModel, renames: Renames = {}): S
   }
 
   // Enum types made again, now that nothing compares their columns.
-  for (const type of to.enums) if (remade.has(type.name)) enumChange(oldEnums.get(type.name)!, type, to, add)
+  // The default a column has now (its table and column renamed already): a remade type's columns lose it first.
+  const hadDefault = (table: string, column: string): boolean => {
+    const old = before.get(table)
+    const rename = renames.columns?.get(table)
+    return old?.columns.find((c) => (rename?.get(c.name) ?? c.name) === column)?.default !== undefined
+  }
+  for (const type of to.enums) if (remade.has(type.name)) enumChange(oldEnums.get(type.name)!, type, to, add, hadDefault)
   for (const table of to.tables) {
     const old = before.get(table.name)
     if (!old) {
@@ -151,8 +157,8 @@ function widens(from: string, to: string): boolean {
 }
 
 /** New values go in with `add value` (PostgreSQL keeps each one's place); a value gone makes the type again. */
-function enumChange(old: EnumModel, type: EnumModel, to: DbModel, add: (sql: string, destructive?: string) => void): void {
-  if (valuesKept(old, type)) {
+function enumChange(old: EnumModel, type: EnumModel, to: DbModel, add: (sql: string, destructive?: string) => void, remake?: (table: string, column: string) => boolean): void {
+  if (remake === undefined) {
     type.values.forEach((value, i) => {
       if (old.values.includes(value)) return
       const next = type.values.slice(i + 1).find((v) => old.values.includes(v))
@@ -160,7 +166,7 @@ function enumChange(old: EnumModel, type: EnumModel, to: DbModel, add: (sql: str
     })
     return
   }
-  // Values removed or reordered: a new type, each column cast to it by its text, the old one dropped.
+  // Values removed or reordered, or one added and used at once: a new type, each column cast to it by its text, the old one dropped.
   const parts = unquoteIdents(type.name)
   const oldName = `${parts.pop()!}__old`
   const renamed = [...parts, oldName].map(quoteIdent).join('.')
@@ -170,12 +176,24 @@ function enumChange(old: EnumModel, type: EnumModel, to: DbModel, add: (sql: str
     for (const column of table.columns) {
       if (column.type !== type.name && column.type !== `${type.name}[]`) continue
       const at = `alter table ${table.name} alter column ${quoteIdent(column.name)}`
-      if (column.default !== undefined) add(`${at} drop default`)
+      if (column.default !== undefined || remake(table.name, column.name)) add(`${at} drop default`)
       add(`${at} type ${column.type} using ${quoteIdent(column.name)}::text${column.type.endsWith('[]') ? '[]' : ''}::${column.type}`, `values of ${type.name} no longer listed (${old.values.filter((v) => !type.values.includes(v)).join(', ')}) fail`)
       if (column.default !== undefined) add(`${at} set default ${column.default}`)
     }
   }
   add(`drop type ${renamed}`)
+}
+
+/**
+ * Whether the new model uses a value the type gains (a default, a check or a partial index names
+ * it): PostgreSQL refuses a value added by `add value` until its transaction commits, so such a type
+ * is made again instead, in the migration's one transaction.
+ */
+function usesNewValue(old: EnumModel, type: EnumModel, to: DbModel): boolean {
+  const added = type.values.filter((v) => !old.values.includes(v)).map(literal)
+  if (added.length === 0) return false
+  const texts = to.tables.flatMap((t) => [...t.columns.map((c) => c.default ?? ''), ...t.checks.map((c) => c.sql), ...t.indexes.map((i) => i.where ?? '')])
+  return texts.some((text) => added.some((value) => text.includes(value)))
 }
 
 /** Whether every old value is still there, in the same order: then new ones are added in place. */

@@ -1,8 +1,8 @@
 /**
- * `flushwave migrate`: migrations generated from a schema module walk it through thirteen versions
+ * `flushwave migrate`: migrations generated from a schema module walk it through fourteen versions
  * (test/support/schema-versions.ts), each applied with `up` (checkSchema() then empty) and undone
  * with `down` (the previous catalog back, as pg_catalog describes it); ten processes running `up`
- * at once on a database thirteen migrations behind apply each once; a migration that fails half
+ * at once on a database fourteen migrations behind apply each once; a migration that fails half
  * way leaves the database and its history as they were and names the statement; an edited applied
  * migration is refused; `check` and `generate` refuse what they must.
  */
@@ -100,7 +100,7 @@ describe('flushwave migrate', () => {
     }
   }
 
-  it('applies each migration once when ten processes run `up` at once on a database thirteen behind', async () => {
+  it('applies each migration once when ten processes run `up` at once on a database fourteen behind', async () => {
     const { url, sql } = await database()
     const own = join(dir, 'concurrent')
     await generateAll(own)

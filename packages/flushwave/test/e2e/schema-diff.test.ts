@@ -1,8 +1,8 @@
 /**
- * diffModels walks a schema through thirteen versions on a real database: tables and columns
+ * diffModels walks a schema through fourteen versions on a real database: tables and columns
  * added, dropped and renamed, types changed, indexes (partial, unique, over several columns),
  * unique keys, checks, enum values added and removed, foreign-key actions, nullability, defaults, a
- * PostgreSQL schema of its own, a many-to-many and a composite key. At every step the `up`
+ * PostgreSQL schema of its own, a many-to-many and a composite key, an enum value added and used at once. At every step the `up`
  * statements leave checkSchema() with nothing to report, and the `down` statements (the diff the
  * other way) bring back the previous step's catalog exactly, as the system catalogs describe it
  * (columns compared by name: PostgreSQL appends a column added again at the end).
@@ -26,7 +26,7 @@ function reversed(renames: Renames | undefined): Renames {
   return { tables, columns }
 }
 
-describe('diffModels through thirteen versions of a schema', () => {
+describe('diffModels through fourteen versions of a schema', () => {
   let db: TestDatabase<Record<string, never>>
   beforeAll(async () => {
     db = await testDatabase(defineSchema({}), { name: 'schema_diff' })
@@ -96,6 +96,9 @@ describe('diffModels through thirteen versions of a schema', () => {
     expect(destructive(steps(2, 3))).toEqual(['changes the type of name from text to varchar(100): values may not convert'])
     expect(destructive(steps(8, 9))).toEqual(['drops column email of "author" and its values', 'fails on rows it does not hold for'])
     expect(destructive(steps(9, 10))).toContain('drops table "' + billing + '"."invoice" and its rows')
+    // A value added and used at once: the type is made again (add value's value is unusable until commit).
+    expect(steps(12, 13).map((s) => s.sql)).toContain(`alter type "book_status" rename to "book_status__old"`)
+    expect(steps(4, 5).map((s) => s.sql)).toContain(`alter type "book_status" add value 'review' before 'published'`)
     // Renamed, not dropped and made again: no data lost.
     expect(destructive(steps(1, 2, versions[2]!.renames))).toEqual([])
     expect(steps(1, 2, versions[2]!.renames).map((s) => s.sql)).toContain('alter table "book" rename column "title" to "heading"')

@@ -2,7 +2,7 @@ import { defineSchema, entity, t, type Schema } from '../../src/index.js'
 import type { Renames } from '../../src/catalog/diff.js'
 
 /**
- * A schema through thirteen versions, each with the renames that lead to it from the one before:
+ * A schema through fourteen versions, each with the renames that lead to it from the one before:
  * tables and columns added, dropped and renamed, types changed, indexes, unique keys, checks, enum
  * values added and removed, foreign-key actions, nullability, defaults, a PostgreSQL schema of its
  * own, a many-to-many, a composite key and a generated column. Migration tests walk it.
@@ -179,6 +179,27 @@ export const versions: { schema: Schema; renames?: Renames; flags?: readonly str
           editor: t.manyToOne('Author').nullable().onDelete('set null'),
           pages: t.bigint().nullable().checkSql('pages >= 0'),
           status: status(['draft', 'published']),
+          tags: t.manyToMany('Label'),
+        },
+        { indexes: [{ on: ['author', 'heading'], where: "status <> 'draft'" }], checks: { book_heading_short: 'length(heading) < 200' }, unique: [['author', 'heading']] },
+      ),
+      Label: entity('label', { id: t.id(), name: t.text().unique() }),
+      Review: entity('review', { book: t.manyToOne('Book').onDelete('cascade'), author: t.manyToOne('Author'), stars: t.smallint(), deletedAt: t.timestamptz().nullable() }, { primaryKey: ['book', 'author'], softDelete: 'deletedAt' }),
+    }),
+  },
+  {
+    what: 'an enum value added and made the default in the same migration',
+    schema: defineSchema({
+      Author: entity('author', { id: t.providedId(), name: t.varchar(100), initial: t.text().generated('left(name, 1)') }),
+      Book: entity(
+        'book',
+        {
+          id: t.id(),
+          heading: t.text(),
+          author: t.manyToOne('Author').onDelete('cascade'),
+          editor: t.manyToOne('Author').nullable().onDelete('set null'),
+          pages: t.bigint().nullable().checkSql('pages >= 0'),
+          status: status(['draft', 'published', 'archived']).default('archived'),
           tags: t.manyToMany('Label'),
         },
         { indexes: [{ on: ['author', 'heading'], where: "status <> 'draft'" }], checks: { book_heading_short: 'length(heading) < 200' }, unique: [['author', 'heading']] },
