@@ -62,6 +62,20 @@ export interface CatalogTable {
   readonly foreignKeys: readonly CatalogForeignKey[]
   /** Multi-column foreign keys, by their columns, for the unsupported list. */
   readonly compositeForeignKeys: readonly string[]
+  /** Indexes that back no constraint, over columns (not expressions): non-unique ones, and partial unique ones. */
+  readonly indexes?: readonly CatalogIndex[]
+  /** Indexes over expressions, by name, for the unsupported list. */
+  readonly expressionIndexes?: readonly string[]
+  /** CHECK constraints: name, the columns they read, and the condition as the server writes it. */
+  readonly checks?: readonly { readonly name: string; readonly columns: readonly string[]; readonly sql: string }[]
+}
+
+export interface CatalogIndex {
+  readonly name: string
+  readonly columns: readonly string[]
+  readonly unique: boolean
+  /** A partial index's condition, as the server writes it. */
+  readonly where: string | undefined
 }
 
 /** Runs one statement with text parameters and returns rows as arrays. */
@@ -103,19 +117,50 @@ join pg_namespace n on n.oid = c.relnamespace
 where n.nspname = any($1::text[]) and i.indisunique and not i.indisprimary and i.indpred is null and i.indexprs is null
 order by 1, 2`
 
+// Indexes that no constraint owns (a unique key's and the primary key's are read above), and checks.
+const INDEXES_AND_CHECKS = `
+select n.nspname, c.relname, 'i', ic.relname, array(select a.attname::text from unnest(i.indkey::int2[]) with ordinality k(num, i) join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.num order by k.i),
+       i.indisunique, pg_get_expr(i.indpred, i.indrelid), i.indexprs is not null
+from pg_index i
+join pg_class c on c.oid = i.indrelid
+join pg_class ic on ic.oid = i.indexrelid
+join pg_namespace n on n.oid = c.relnamespace
+where n.nspname = any($1::text[]) and not i.indisprimary and not exists (select from pg_constraint con where con.conindid = i.indexrelid)
+  and (not i.indisunique or i.indpred is not null or i.indexprs is not null)
+union all
+select n.nspname, c.relname, 'c', con.conname, array(select a.attname::text from unnest(con.conkey) with ordinality k(num, i) join pg_attribute a on a.attrelid = con.conrelid and a.attnum = k.num order by k.i),
+       null, pg_get_constraintdef(con.oid), null
+from pg_constraint con
+join pg_class c on c.oid = con.conrelid
+join pg_namespace n on n.oid = c.relnamespace
+where n.nspname = any($1::text[]) and con.contype = 'c'
+order by 1, 2, 4`
+
 /**
  * Reads the tables of a PostgreSQL schema (default `public`), or of several: `['public', 'billing']`.
  * Tables come in the order of their schemas as given, then by name.
  */
 export async function readCatalog(query: CatalogQuery, schemas: string | readonly string[] = 'public'): Promise<CatalogTable[]> {
   const names = arrayLiteral(typeof schemas === 'string' ? [schemas] : schemas)
-  const [columnRows, constraintRows] = await Promise.all([query(COLUMNS, [names]), query(CONSTRAINTS, [names])])
-  type Draft = { schema: string; name: string; columns: CatalogColumn[]; primaryKey: string[]; unique: Set<string>; keys: Map<string, string[]>; foreignKeys: CatalogForeignKey[]; composite: string[] }
+  const [columnRows, constraintRows, extraRows] = await Promise.all([query(COLUMNS, [names]), query(CONSTRAINTS, [names]), query(INDEXES_AND_CHECKS, [names])])
+  type Draft = {
+    schema: string
+    name: string
+    columns: CatalogColumn[]
+    primaryKey: string[]
+    unique: Set<string>
+    keys: Map<string, string[]>
+    foreignKeys: CatalogForeignKey[]
+    composite: string[]
+    indexes: CatalogIndex[]
+    expressionIndexes: string[]
+    checks: { name: string; columns: string[]; sql: string }[]
+  }
   const tables = new Map<string, Draft>()
   const table = (schema: unknown, name: unknown) => {
     const key = `${String(schema)}\0${String(name)}`
     let t = tables.get(key)
-    if (!t) tables.set(key, (t = { schema: String(schema), name: String(name), columns: [], primaryKey: [], unique: new Set(), keys: new Map(), foreignKeys: [], composite: [] }))
+    if (!t) tables.set(key, (t = { schema: String(schema), name: String(name), columns: [], primaryKey: [], unique: new Set(), keys: new Map(), foreignKeys: [], composite: [], indexes: [], expressionIndexes: [], checks: [] }))
     return t
   }
   for (const [nspname, relname, name, type, typeName, notNull, sequence, def, labels, elementTypeName, typmod, dimensions, always, typeSchema, generated] of columnRows) {
@@ -147,6 +192,13 @@ export async function readCatalog(query: CatalogQuery, schemas: string | readonl
       t.foreignKeys.push({ column: cols[0]!, target: String(target), targetSchema: String(targetSchema), onDelete: ON_DELETE[String(deleteAction)], deferred: bool(deferred) })
     } else if (kind === 'f') t.composite.push(cols.join(', '))
   }
+  for (const [nspname, relname, kind, name, columns, unique, text, expressions] of extraRows) {
+    const t = tables.get(`${String(nspname)}\0${String(relname)}`)
+    if (t === undefined) continue
+    if (kind === 'c') t.checks.push({ name: String(name), columns: textArray(columns), sql: checkCondition(String(text)) })
+    else if (bool(expressions)) t.expressionIndexes.push(String(name))
+    else t.indexes.push({ name: String(name), columns: textArray(columns), unique: bool(unique), where: text === null || text === undefined ? undefined : String(text) })
+  }
   return [...tables.values()].map((t) => ({
     schema: t.schema,
     name: t.name,
@@ -156,7 +208,16 @@ export async function readCatalog(query: CatalogQuery, schemas: string | readonl
     uniqueKeys: [...t.keys.values()],
     foreignKeys: t.foreignKeys,
     compositeForeignKeys: t.composite,
+    indexes: t.indexes,
+    expressionIndexes: t.expressionIndexes,
+    checks: t.checks,
   }))
+}
+
+/** `CHECK ((quantity >= 0))` → `(quantity >= 0)`: the condition pg_get_constraintdef wraps. */
+function checkCondition(definition: string): string {
+  const match = /^CHECK \((.*)\)( NOT VALID)?$/s.exec(definition)
+  return match ? match[1]! : definition
 }
 
 const ON_DELETE: Record<string, CatalogForeignKey['onDelete']> = { c: 'cascade', n: 'set null', r: 'restrict' }
