@@ -28,8 +28,17 @@ export function diffModels(from: DbModel, to: DbModel, renames: Renames = {}): S
   const steps: Step[] = []
   const add = (sql: string, destructive?: string) => steps.push(destructive === undefined ? { sql } : { sql, destructive })
   const renamedTo = (name: string) => renames.tables?.get(name) ?? name
-  const before = new Map(from.tables.map((t) => [renamedTo(t.name), t]))
   const after = new Map(to.tables.map((t) => [t.name, t]))
+  // Keys, indexes and checks that only follow a renamed table or column are renamed, not made
+  // again (a table's primary key index is not rebuilt because the table got another name).
+  const followed: string[] = []
+  const before = new Map(
+    from.tables.map((t) => {
+      const name = renamedTo(t.name)
+      const now = after.get(name)
+      return [name, now ? followRenames(t, now, renames.columns?.get(name), renamedTo, followed) : t] as const
+    }),
+  )
 
   for (const name of to.schemas) if (!from.schemas.includes(name)) add(`create schema if not exists ${quoteIdent(name)}`)
   for (const name of to.extensions) if (!from.extensions.includes(name)) add(`create extension if not exists ${quoteIdent(name)}`)
@@ -72,6 +81,7 @@ export function diffModels(from: DbModel, to: DbModel, renames: Renames = {}): S
     const name = renamedTo(old.name)
     if (name !== old.name && after.has(name)) add(`alter table ${old.name} rename to ${quoteIdent(bareName(name))}`)
   }
+  for (const sql of followed) add(sql)
 
   // Enum types made again, now that nothing compares their columns.
   // The default a column has now (its table and column renamed already): a remade type's columns lose it first.
@@ -117,6 +127,41 @@ export function diffModels(from: DbModel, to: DbModel, renames: Renames = {}): S
   for (const name of from.extensions) if (!to.extensions.includes(name)) add(`drop extension if exists ${quoteIdent(name)}`)
   for (const name of from.schemas) if (!to.schemas.includes(name)) add(`drop schema if exists ${quoteIdent(name)}`, `drops schema ${name} (only when nothing else is in it)`)
   return steps
+}
+
+/**
+ * The old table as its renames leave it: each key, index and check that the new table has under
+ * another name, with the same definition once its columns are renamed, takes that name, and
+ * `followed` gets the statement that renames it (run once the table has its new name).
+ */
+function followRenames(old: TableModel, now: TableModel, columns: ReadonlyMap<string, string> | undefined, renamedTo: (name: string) => string, followed: string[]): TableModel {
+  const col = (c: string) => columns?.get(c) ?? c
+  const cols = (list: readonly string[]) => list.map(col)
+  const table = now.name
+  const renameTo = <T extends { readonly name: string }>(item: T, list: readonly T[], oldNames: readonly string[], same: (candidate: T) => boolean, sql: (to: string) => string): T => {
+    if (list.some((x) => x.name === item.name)) return item
+    const match = list.find((x) => !oldNames.includes(x.name) && same(x))
+    if (match === undefined) return item
+    followed.push(sql(match.name))
+    return { ...item, name: match.name }
+  }
+  const constraint = (from: string) => (to: string) => `alter table ${table} rename constraint ${quoteIdent(from)} to ${quoteIdent(to)}`
+  const pkNames = now.primaryKey.name === old.primaryKey.name ? [] : [old.primaryKey.name]
+  // Their columns as renamed too: PostgreSQL's keys and indexes follow a column's rename by themselves.
+  const pk = { name: old.primaryKey.name, columns: cols(old.primaryKey.columns) }
+  const primaryKey = pkNames.length > 0 && sameColumns(pk.columns, now.primaryKey.columns) ? (followed.push(constraint(pk.name)(now.primaryKey.name)), { ...pk, name: now.primaryKey.name }) : pk
+  const names = (list: readonly { readonly name: string }[]) => list.map((x) => x.name)
+  const uniques = old.uniques.map((u) => ({ ...u, columns: cols(u.columns) }))
+  const foreignKeys = old.foreignKeys.map((fk) => ({ ...fk, column: col(fk.column) }))
+  const indexes = old.indexes.map((i) => ({ ...i, columns: cols(i.columns) }))
+  return {
+    ...old,
+    primaryKey,
+    uniques: uniques.map((u) => renameTo(u, now.uniques, names(old.uniques), (x) => sameColumns(u.columns, x.columns), constraint(u.name))),
+    checks: old.checks.map((c) => renameTo(c, now.checks, names(old.checks), (x) => x.sql === c.sql, constraint(c.name))),
+    foreignKeys: foreignKeys.map((fk) => renameTo(fk, now.foreignKeys, names(old.foreignKeys), (x) => sameForeignKey(fk, x, renamedTo), constraint(fk.name))),
+    indexes: indexes.map((i) => renameTo(i, now.indexes, names(old.indexes), (x) => sameIndex(i, x), (to) => `alter index ${qualified(table, i.name)} rename to ${quoteIdent(to)}`)),
+  }
 }
 
 function alterColumns(old: TableModel, table: TableModel, renamed: ReadonlyMap<string, string> | undefined, add: (sql: string, destructive?: string) => void): void {

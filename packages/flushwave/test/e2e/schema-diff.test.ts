@@ -99,6 +99,11 @@ describe('diffModels through fourteen versions of a schema', () => {
     // A value added and used at once: the type is made again (add value's value is unusable until commit).
     expect(steps(12, 13).map((s) => s.sql)).toContain(`alter type "book_status" rename to "book_status__old"`)
     expect(steps(4, 5).map((s) => s.sql)).toContain(`alter type "book_status" add value 'review' before 'published'`)
+    // A table renamed with its join table: its keys, foreign keys and indexes are renamed, none rebuilt.
+    const renamed = steps(7, 8, versions[8]!.renames).map((s) => s.sql)
+    expect(renamed.filter((sql) => !/ rename /.test(sql))).toEqual([])
+    expect(renamed).toContain('alter table "label" rename constraint "tag_pkey" to "label_pkey"')
+    expect(renamed).toContain('alter index "book_tag_tag_id_idx" rename to "book_label_label_id_idx"')
     // Renamed, not dropped and made again: no data lost.
     expect(destructive(steps(1, 2, versions[2]!.renames))).toEqual([])
     expect(steps(1, 2, versions[2]!.renames).map((s) => s.sql)).toContain('alter table "book" rename column "title" to "heading"')
