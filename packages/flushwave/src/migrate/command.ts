@@ -186,7 +186,8 @@ async function connected(url: string, work: (executor: Executor) => Promise<numb
   const postgres = (await import('postgres').catch(() => {
     throw new FlushwaveError('flushwave migrate needs postgres.js: npm install postgres')
   })) as unknown as { default: (url: string, options: object) => PostgresJsLike & { end(): Promise<void> } }
-  const sql = postgres.default(url, { max: 1, onnotice: () => {} })
+  // Unnamed statements: a migration runs each once, and a transaction-mode pooler keeps none.
+  const sql = postgres.default(url, { max: 1, prepare: false, onnotice: () => {} })
   try {
     return await work(new PostgresJsExecutor(sql))
   } finally {
