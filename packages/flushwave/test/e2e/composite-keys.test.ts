@@ -46,6 +46,7 @@ const schema = defineSchema({
     },
     { primaryKey: ['course', 'lang'], softDelete: 'deletedAt' },
   ),
+  Tagging: entity('tagging', { token: t.uuid(), lang: t.text(), note: t.text().serverDefault("'none'") }, { primaryKey: ['token', 'lang'] }),
 })
 
 /** A term with every character an array literal quotes or escapes. */
@@ -282,6 +283,26 @@ describe.each(ALL_EXECUTORS)('composite primary keys on %s', (executor) => {
     const sent = db.queries.length
     await expect(em3.flush()).rejects.toBeInstanceOf(UniqueViolationError)
     expect(db.queries.length).toBeGreaterThan(sent)
+  })
+})
+
+describe.each(ALL_EXECUTORS)('a uuid in a composite key on %s', (executor) => {
+  let db: TestDatabase<typeof schema.defs>
+  beforeAll(async () => {
+    db = await testDatabase(schema, { name: 'composite_uuid', executor })
+  })
+  afterAll(() => db?.close())
+
+  it('is keyed in the form the server returns, whatever case it was given in', async () => {
+    const em = db.orm.em()
+    const upper = 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'
+    const tagging = em.create('Tagging', { token: upper, lang: 'en' })
+    await em.flush()
+    // The insert returned the server's default for the row it found by its key.
+    expect(tagging.note).toBe('none')
+    expect(await em.load('Tagging', { token: upper.toLowerCase(), lang: 'en' })).toBe(tagging)
+    expect(em.ref('Tagging', { token: upper, lang: 'en' })).toBe(tagging)
+    expect(() => em.create('Tagging', { token: upper.toLowerCase(), lang: 'en' })).toThrow(EntityStateError)
   })
 })
 

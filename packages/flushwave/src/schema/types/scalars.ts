@@ -17,7 +17,8 @@ export const uuid: ColumnType<string> = {
   sqlType: 'uuid',
   operators: 'ordered',
   check: (v) => (typeof v === 'string' && UUID.test(v) ? undefined : 'expected a UUID string'),
-  toText: (v) => v,
+  // PostgreSQL's own form (lower case): the text a key tuple holds is the one the server returns.
+  toText: (v) => v.toLowerCase(),
   fromDb: (raw) => String(raw),
   selectExpr: plain,
 }
