@@ -1,3 +1,4 @@
+import { KEY_COLUMN_TYPES } from '../schema/builders.js'
 import { snakeCase } from '../schema/naming.js'
 import type { CatalogColumn, CatalogForeignKey, CatalogTable } from './pull-read.js'
 import { defaultSource, pulledType, quote } from './pull-types.js'
@@ -53,7 +54,7 @@ export function generateSchemaModule(tables: readonly CatalogTable[], options: G
       const fk = references.get(name)
       const target = fk && keyOf(fk.targetSchema, fk.target)
       if (target && ids.has(target) && ids.get(target) !== COMPOSITE) return false
-      return column.generated || column.elementTypeName !== undefined || !(KEY_PARTS.has(column.typeName) || column.enumValues)
+      return column.generated || column.elementTypeName !== undefined || !(KEY_COLUMN_TYPES.includes(column.typeName) || column.enumValues)
     })
     if (unfit.length === 0) ids.set(keyOf(table.schema, table.name), COMPOSITE)
     else unsupported.push(`${label(table.schema, table.name)}: a composite primary key (${table.primaryKey.join(', ')}) over ${unfit.join(', ')}, which a key cannot hold (a key part is int2, int4, int8, text, varchar, char(n), uuid, an enum or a reference); not generated`)
@@ -238,9 +239,6 @@ function keyColumn(table: CatalogTable): CatalogColumn | undefined {
 
 /** What `ids` holds for a table with a composite primary key: no id property, `{ primaryKey }`. */
 const COMPOSITE = 'primaryKey'
-
-/** The column types a part of a composite key can have (and enums). */
-const KEY_PARTS = new Set(['int2', 'int4', 'int8', 'text', 'varchar', 'bpchar', 'uuid'])
 
 /** The builders `t.id(type)` takes for a key from a sequence (identity or serial); int8 is t.id()'s own. */
 const SEQUENCE_IDS: Readonly<Record<string, string>> = { int8: 't.id()', int4: 't.id(t.integer())', int2: 't.id(t.smallint())' }

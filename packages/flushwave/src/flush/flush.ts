@@ -135,11 +135,11 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
     ctx.ids.afterFlush(refill, inserted)
   }
   clock.lap('write')
-  record(ctx.uow, set, assigned)
+  const regenerate = record(ctx.uow, set, assigned)
   const returned = outcome.returned ?? new Map<Op, readonly (readonly unknown[])[]>()
   if (set.counted.size > 0) readBack(ctx.uow, set.counted, returned)
   if (set.serverFilled.length > 0) readServerValues(ctx.uow, set.serverFilled, returned)
-  if (set.written.size > 0) readGenerated(ctx.uow, set.written, returned)
+  if (regenerate !== undefined) readGenerated(ctx.uow, regenerate, returned)
   if (returned.size > 0) followCascades(ctx.uow, returned)
   settleUpserts(ctx.uow, ctx.ids, set, assigned, returned)
   // Ids, statuses and values changed past the identity map's own methods: em.upsert's key indexes start over.
@@ -201,7 +201,9 @@ function saveWritten(uow: UnitOfWork, set: ChangeSet): void {
 }
 
 /** After COMMIT: ids, statuses and snapshots now describe the rows. */
-function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState, string>): void {
+/** Returns the updated entities that have generated columns, whose new values the UPDATEs returned (readGenerated). */
+function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState, string>): HasState[] | undefined {
+  let regenerate: HasState[] | undefined
   for (let i = 0; i < set.inserted.length; i++) {
     const entity = set.inserted[i]!
     const state = entity[STATE]
@@ -217,6 +219,7 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
   for (const [entity, written] of set.written) {
     const state = entity[STATE]
     wrote(state, written)
+    if (state.meta.generated.length > 0) (regenerate ??= []).push(entity)
   }
   for (const entity of set.deleted) {
     entity[STATE].status = 'detached'
@@ -228,6 +231,7 @@ function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState,
     if (state.snapshot) state.snapshot[field.prop] = null
   }
   for (const collection of set.collections) collection.committed()
+  return regenerate
 }
 
 /** The row now holds `written`: it joins the entity's snapshot. */

@@ -90,10 +90,10 @@ export function readServerValues(uow: UnitOfWork, entities: readonly HasState[],
 
 /**
  * Updated rows' generated columns, which may have changed with their inputs: the UPDATE returned
- * them (returning.ts), and the entities take them. An entity whose row did not come back (a commit
+ * them (returning.ts), and `written`, the updated entities that have such columns, take them. An entity whose row did not come back (a commit
  * recovered after a lost connection returns none) forgets them (regenerated).
  */
-export function readGenerated(uow: UnitOfWork, written: ReadonlyMap<HasState, unknown>, returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
+export function readGenerated(uow: UnitOfWork, written: readonly HasState[], returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
   let read: Set<HasState> | undefined
   for (const [op, rows] of returned) {
     if (op.kind !== 'update' || op.entity.generated.length === 0) continue
@@ -111,10 +111,7 @@ export function readGenerated(uow: UnitOfWork, written: ReadonlyMap<HasState, un
       ;(read ??= new Set()).add(entity)
     }
   }
-  for (const entity of written.keys()) {
-    const state = entity[STATE]
-    if (state.meta.generated.length > 0 && !read?.has(entity)) regenerated(state)
-  }
+  for (const entity of written) if (!read?.has(entity)) regenerated(entity[STATE])
 }
 
 /**

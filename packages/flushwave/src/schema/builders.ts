@@ -232,11 +232,17 @@ type ElementsOf<E, N extends boolean> = N extends true ? (E | null)[] : E[]
 /** The `where` operators of a custom type, by the kind it declares. */
 type CustomOps<T, K> = K extends 'text' ? TextOps : K extends 'ordered' ? OrderedOps<T> : EqualityOps<T>
 
-/** Column types a key can have: compared by value, never changed in place. */
-// Not citext: the identity map and loads by id match keys exactly, the server ignoring case.
+/**
+ * Column types a key (or a part of a composite key) the application provides can have: compared
+ * exactly by their text, never changed in place. Not citext: the identity map and loads by id
+ * match keys exactly, the server ignoring case.
+ */
+export const KEY_COLUMN_TYPES: readonly string[] = ['int2', 'int4', 'int8', 'text', 'varchar', 'bpchar', 'uuid']
+
+/** The column types each kind of id takes. */
 const KEY_TYPES: Readonly<Record<IdStrategy, readonly string[]>> = {
   sequence: ['int2', 'int4'],
-  provided: ['int2', 'int4', 'int8', 'text', 'varchar', 'bpchar', 'uuid'],
+  provided: KEY_COLUMN_TYPES,
   uuid: ['uuid'],
 }
 

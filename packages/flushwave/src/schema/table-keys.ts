@@ -1,5 +1,5 @@
 import { SchemaError } from '../errors.js'
-import type { AnyProp } from './builders.js'
+import { KEY_COLUMN_TYPES, type AnyProp } from './builders.js'
 import type { CheckMeta, EntityMeta, FieldMeta, IndexMeta } from './meta.js'
 
 /**
@@ -65,8 +65,8 @@ export function primaryKey(d: TableDraft, def: TableDef): FieldMeta[] {
           ? 'which the server fills'
           : field.version
             ? 'which is its version'
-            : field.ref === undefined && !KEY_PART_TYPES.has(field.type.sqlType) && field.enumValues === undefined
-              ? `a ${field.type.sqlType} column (a key part is ${[...KEY_PART_TYPES].join(', ')}, an enum or a many-to-one)`
+            : field.ref === undefined && !KEY_COLUMN_TYPES.includes(field.type.sqlType) && field.enumValues === undefined
+              ? `a ${field.type.sqlType} column (a key part is ${KEY_COLUMN_TYPES.join(', ')}, an enum or a many-to-one)`
               : d.meta.softDelete === field
                 ? 'which marks its deleted rows'
                 : undefined
@@ -117,9 +117,6 @@ export function checksOf(d: TableDraft, def: TableDef): CheckMeta[] {
   }
   return out
 }
-
-/** Column types a part of a composite key can have: compared exactly by their text, never changed in place (as ids: builders.ts). */
-const KEY_PART_TYPES = new Set(['int2', 'int4', 'int8', 'text', 'varchar', 'bpchar', 'uuid'])
 
 /** Every unique key of an entity: each `.unique()` column, then each key of `entity(…, { unique })`, checked. */
 export function uniqueKeys(d: TableDraft, def: TableDef): (readonly FieldMeta[])[] {

@@ -1,6 +1,6 @@
 import type { UpdateOp } from '../plan/ops.js'
 import type { Text } from '../plan/changes.js'
-import { countingColumns, generatedColumns } from './returning.js'
+import { checkedGenerated, countingColumns, generatedColumns } from './returning.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { arrayLiteral, boolArrayLiteral } from './array-literal.js'
 import { keyEquals, keyType, keyValue } from './keys.js'
@@ -62,15 +62,15 @@ export function renderUpdate(op: UpdateOp, shared: readonly Text[] | undefined) 
   arrays.push(`$${params.length + 1}::${v.type.sqlType}[]`)
   aliases.push('ver')
   params.push(arrayLiteral(op.versions))
+  const generated = checkedGenerated(e)
   const checked =
     `with a as (select * from unnest(${arrays.join(', ')}) as a(${aliases.join(', ')})), ` +
     `d as (${lockedInIdOrder(e, 'a', 'no key update')}), ` +
     `w as (update ${e.quotedTable} as t set ${[...sets, `${v.quoted} = t.${v.quoted} + 1`].join(', ')} ` +
-    `from d where ${keyEquals(e, 't', 'd.k')} and t.${v.quoted} = d.ver returning ${e.generated.length > 0 ? generatedColumns(e, 'named').join(', ') : `${keyValue(e, 't')} as k`}) `
+    `from d where ${keyEquals(e, 't', 'd.k')} and t.${v.quoted} = d.ver returning ${[`${keyValue(e, 't')} as k`, ...generated.returning].join(', ')}) `
   if (e.generated.length === 0) return { text: checked + staleCheck(e), params }
   // The rows written, with their generated columns, once the check passed (as a counting update's).
-  const selected = ['w.k::text', ...e.generated.map((_, g) => `w.g${g + 1}`)]
-  return { text: `${checked}select ${selected.join(', ')} from (${staleCheck(e)}) as x(stale) left join w on x.stale is null`, params }
+  return { text: `${checked}select ${['w.k::text', ...generated.selected].join(', ')} from (${staleCheck(e)}) as x(stale) left join w on x.stale is null`, params }
 }
 
 /** An update's RETURNING clause for an entity with generated columns (their values may change with their inputs); none otherwise. */

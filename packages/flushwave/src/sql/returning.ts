@@ -82,22 +82,21 @@ export function countingColumns(e: EntityMeta, counters: readonly FieldMeta[]): 
     returning.push(`t.${e.version.quoted} as ver`)
     selected.push('w.ver')
   }
-  e.generated.forEach((f, g) => {
-    returning.push(`${f.type.selectExpr(`t.${f.quoted}`)} as g${g + 1}`)
-    selected.push(`w.g${g + 1}`)
-  })
-  return { returning, selected }
+  const generated = checkedGenerated(e)
+  return { returning: [...returning, ...generated.returning], selected: [...selected, ...generated.selected] }
+}
+
+/** The generated fields as a checked update's `w` CTE returns them (`g1`…), and as its final select reads them. */
+export function checkedGenerated(e: EntityMeta): { readonly returning: string[]; readonly selected: string[] } {
+  return { returning: e.generated.map((f, g) => `${f.type.selectExpr(`t.${f.quoted}`)} as g${g + 1}`), selected: e.generated.map((_, g) => `w.g${g + 1}`) }
 }
 
 /**
  * An update's RETURNING list when the entity has generated columns (which may change with the
- * columns they are made of): the key, then each, as a read selects it; as the `w` CTE of a checked
- * update returns them (`g1`…) when `as` is set.
+ * columns they are made of): the key, then each, as a read selects it.
  */
-export function generatedColumns(e: EntityMeta, as?: 'named'): string[] {
-  const list = [as ? `${keyValue(e, 't')} as k` : idColumn(e, 't')]
-  e.generated.forEach((f, g) => list.push(`${f.type.selectExpr(`t.${f.quoted}`)}${as ? ` as g${g + 1}` : ''}`))
-  return list
+export function generatedColumns(e: EntityMeta): string[] {
+  return [idColumn(e, 't'), ...e.generated.map((f) => f.type.selectExpr(`t.${f.quoted}`))]
 }
 
 /** An updated row's value of generated field `g` (its index in `entity.generated`). */
