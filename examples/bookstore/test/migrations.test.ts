@@ -64,6 +64,12 @@ function run(args: readonly string[]): Promise<{ code: number | null; out: strin
 }
 
 let url: string
+/** The database URL with its search path set to one schema (postgres.js passes it on at connect). */
+const inSchema = (ns: string): string => {
+  const where = new URL(url)
+  where.searchParams.set('search_path', ns)
+  return where.toString()
+}
 let fromFlushwave: TestSchema
 let fromKnex: TestSchema
 beforeAll(async () => {
@@ -103,11 +109,19 @@ describe('knex migrations', () => {
     try {
       await knex.migrate.rollback({ migrationSource: new MigrationDirectory() }, true)
       expect(await catalog(url, fromKnex.name)).toEqual([])
+      // generate with this database refuses it while knex has migrations to apply.
+      const behind = await run(['migrate', 'generate', 'probe', '--knex', '--module', 'src/schema.ts', '--dir', 'migrations', '--url', inSchema(fromKnex.name)])
+      expect(behind.out).toMatch(/not at the last migration \(\d{14}_bookstore: pending\)/)
+      expect(behind.code).toBe(1)
       const [, pending] = (await knex.migrate.list({ migrationSource: new MigrationDirectory() })) as [unknown[], string[]]
       expect(pending).toHaveLength(migrationNames.length)
     } finally {
       await knex.destroy()
     }
     expect(await migrateLatest({ url, searchPath: fromKnex.name })).toHaveLength(migrationNames.length)
+    // Applied by knex, the tables are what the migrations make: nothing to generate, nothing written.
+    const applied = await run(['migrate', 'generate', 'probe', '--knex', '--module', 'src/schema.ts', '--dir', 'migrations', '--url', inSchema(fromKnex.name)])
+    expect(applied.out).toBe('nothing to do: the migrations already make the schema\n')
+    expect(applied.code).toBe(0)
   })
 })

@@ -3,6 +3,7 @@ import type { Statement } from '../sql/statement.js'
 import type { SchemaDifference } from '../errors.js'
 import { declaredType, type ColumnType } from '../schema/column-types.js'
 import type { Schema } from '../schema/define.js'
+import { bool } from './rows.js'
 
 /** Everything `orm.checkSchema()` asks the catalog about, derived from the schema alone. */
 export interface Expected {
@@ -140,9 +141,6 @@ export async function checkSchemaWith(schema: Schema, ledgerTable: string | unde
   ])
   return compareCatalog(expected, columns, keys, indexes, checks)
 }
-
-/** Drivers answer booleans as booleans or as 't'/'f'. */
-const bool = (v: unknown): boolean => v === true || v === 't'
 
 /** `"book"` → `book`, `"billing"."invoice"` → `billing.invoice`, for messages. */
 const unquote = (quoted: string): string => (quoted.startsWith('"') ? [...quoted.matchAll(/"((?:[^"]|"")*)"/g)].map((m) => m[1]!.replace(/""/g, '"')).join('.') : quoted)

@@ -1,4 +1,5 @@
 import { arrayLiteral } from '../sql/array-literal.js'
+import { bool, checkCondition, textArray } from './rows.js'
 
 /**
  * What `flushwave pull` reads from a database's catalog: the tables of one PostgreSQL schema or
@@ -214,24 +215,5 @@ export async function readCatalog(query: CatalogQuery, schemas: string | readonl
   }))
 }
 
-/** `CHECK ((quantity >= 0))` → `(quantity >= 0)`: the condition pg_get_constraintdef wraps. */
-function checkCondition(definition: string): string {
-  const match = /^CHECK \((.*)\)( NOT VALID)?$/s.exec(definition)
-  return match ? match[1]! : definition
-}
 
 const ON_DELETE: Record<string, CatalogForeignKey['onDelete']> = { c: 'cascade', n: 'set null', r: 'restrict' }
-
-const bool = (v: unknown): boolean => v === true || v === 't'
-
-/** An array as a driver returns it: parsed, or in PostgreSQL's text form (`{a,"b c"}`). */
-function textArray(v: unknown): string[] {
-  if (Array.isArray(v)) return v.map(String)
-  const text = String(v)
-  if (text === '{}') return []
-  const out: string[] = []
-  const inner = text.slice(1, -1)
-  const re = /"((?:[^"\\]|\\.)*)"|([^,{}]+)/g
-  for (let m = re.exec(inner); m; m = re.exec(inner)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!)
-  return out
-}

@@ -14,13 +14,16 @@ import { PostgresJsExecutor, type PostgresJsLike } from '../drivers/postgres-js/
 import { FlushwaveError, SchemaMismatchError } from '../errors.js'
 import type { Schema } from '../schema/define.js'
 import { readMigrations, type Migration } from './files.js'
-import { askRenames, generate, parseRenames, plan } from './generate.js'
+import { refuseUnlike } from './drift.js'
+import { askRenames, generate, lastSnapshot, parseRenames, plan } from './generate.js'
 import { migrateDown, migrateUp, migrationStatus, recordApplied, type MigrateOptions } from './runner.js'
 
 export const MIGRATE_USAGE = `usage: flushwave migrate <command> [options]
   generate <name>   write migrations/<timestamp>_<name>/ (up.sql, down.sql, snapshot.json): what
                     takes the last migration's snapshot (an empty database before the first) to
-                    the schema module's tables
+                    the schema module's tables. With a database (--url, $DATABASE_URL), it first
+                    checks that the database is at the last migration and is what the migrations
+                    make (nothing changed by hand), and refuses otherwise
   up                apply every migration not applied yet, each in its own transaction
   down              undo the last applied migration
   status            list the migrations: applied, pending, edited since applied, missing
@@ -30,7 +33,8 @@ export const MIGRATE_USAGE = `usage: flushwave migrate <command> [options]
 
   --module <file>        the module that exports \`schema\` (generate, check); .ts needs tsx installed
   --dir <dir>            the migrations directory (default: migrations)
-  --url <postgres url>   the database (up, down, status; default: $DATABASE_URL)
+  --url <postgres url>   the database (default: $DATABASE_URL)
+  --offline              generate: compare with no database, only with the last migration's snapshot
   --rename <a=b>         generate: a table renamed (table=new, schema.table=new) or a column
                          (table.column=new), never guessed; repeat it for several. In a terminal,
                          generate asks about a table or column dropped while another is created
@@ -39,13 +43,15 @@ export const MIGRATE_USAGE = `usage: flushwave migrate <command> [options]
   --knex                 generate: a knex migration file, <dir>/<timestamp>_<name>.ts (and its
                          .snapshot.json), for an application whose migrations knex runs
   --no-ledger            generate, check: the schema's Flushwave is made with outcomeLedger: false
-  --table <name>         the history table (default: flushwave_migrations)
+  --table <name>         the history table (default: flushwave_migrations; for --knex migrations
+                         generate reads knex's, default knex_migrations)
   --lock-timeout <ms>    how long a statement may wait for a lock (default: 10000)`
 
 type Values = {
   module?: string | undefined
   dir?: string | undefined
   url?: string | undefined
+  offline?: boolean | undefined
   rename?: string[] | undefined
   'allow-destructive'?: boolean | undefined
   knex?: boolean | undefined
@@ -66,6 +72,7 @@ export async function migrateMain(argv: readonly string[]): Promise<number> {
         module: { type: 'string' },
         dir: { type: 'string', default: 'migrations' },
         url: { type: 'string' },
+        offline: { type: 'boolean' },
         rename: { type: 'string', multiple: true },
         'allow-destructive': { type: 'boolean' },
         knex: { type: 'boolean' },
@@ -109,6 +116,8 @@ export async function migrateMain(argv: readonly string[]): Promise<number> {
       console.error(`flushwave migrate check: the schema module and the migrations disagree; \`flushwave migrate generate <name>\` would write:\n${up.map((s) => `  ${s.sql};`).join('\n')}`)
       return 1
     }
+    const url = values.offline ? undefined : (values.url ?? process.env.DATABASE_URL)
+    if (url) await connected(url, async (executor) => (await refuseUnlike(executor, migrations, lastSnapshot(migrations), next, values.table ? { table: values.table } : {}), 0))
     const previous = migrations.at(-1)?.snapshot
     let renames = parseRenames(values.rename ?? [], previous ?? next)
     // In a terminal, a table or column that would be dropped while another is created is asked about.

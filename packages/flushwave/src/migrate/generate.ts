@@ -44,7 +44,8 @@ export async function generate(
   return { id, up, down }
 }
 
-function lastSnapshot(migrations: readonly Migration[]): DbModel {
+/** The model the last migration leaves (an empty database before the first). */
+export function lastSnapshot(migrations: readonly Migration[]): DbModel {
   const last = migrations.at(-1)
   if (last === undefined) return EMPTY_MODEL
   if (last.snapshot === undefined) throw new MigrationError(last.id, undefined, `migration ${last.id} has no snapshot.json: the next one cannot be generated from it`)

@@ -23,7 +23,7 @@ beforeAll(async () => {
   for (const [i, version] of versions.entries()) {
     const module = join(dir, `v${i + 1}.ts`)
     await writeFile(module, `import { versions } from ${JSON.stringify(support)}\nexport const schema = versions[${i}]!.schema\n`)
-    expect(await migrateMain(['generate', `v${i + 1}`, '--module', module, '--dir', join(dir, 'migrations'), '--allow-destructive', ...(version.flags ?? [])])).toBe(0)
+    expect(await migrateMain(['generate', `v${i + 1}`, '--module', module, '--dir', join(dir, 'migrations'), '--offline', '--allow-destructive', ...(version.flags ?? [])])).toBe(0)
   }
 })
 afterAll(() => rm(dir, { recursive: true, force: true }))

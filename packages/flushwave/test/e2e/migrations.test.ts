@@ -15,6 +15,7 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { createTablesSql, flushwave, MigrationError } from '../../src/index.js'
 import { migrateMain } from '../../src/migrate/command.js'
+import { readMigrations } from '../../src/migrate/files.js'
 import { billing, versions } from '../support/schema-versions.js'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
@@ -73,7 +74,13 @@ describe('flushwave migrate', () => {
         const module = join(dir, `v${i + 1}.ts`)
         await writeFile(module, `import { versions } from ${JSON.stringify(support)}\nexport const schema = versions[${i}]!.schema\n`)
         const at = `v${i + 1} (${version.what})`
-        expect(await migrateMain(['generate', `v${i + 1}`, '--module', module, '--dir', migrations(), '--allow-destructive', ...(version.flags ?? [])]), at).toBe(0)
+        // Generated with the database (at the previous version, as the migrations left it), and
+        // without: the same statements.
+        expect(await migrateMain(['generate', `v${i + 1}`, '--module', module, '--dir', migrations(), '--url', url, '--allow-destructive', ...(version.flags ?? [])]), at).toBe(0)
+        expect(await migrateMain(['generate', `v${i + 1}`, '--module', module, '--dir', join(dir, 'offline'), '--offline', '--allow-destructive', ...(version.flags ?? [])]), at).toBe(0)
+        const [live, offline] = await Promise.all([readMigrations(migrations()), readMigrations(join(dir, 'offline'))])
+        expect(body(live.at(-1)!.up), at).toBe(body(offline.at(-1)!.up))
+        expect(body(live.at(-1)!.down), at).toBe(body(offline.at(-1)!.down))
         expect(await migrateMain(['up', '--dir', migrations(), '--url', url]), at).toBe(0)
         expect(await flushwave({ schema: version.schema, sql }).checkSchema(), at).toEqual([])
         expect(await migrateMain(['check', '--module', module, '--dir', migrations()]), at).toBe(0)
@@ -91,12 +98,15 @@ describe('flushwave migrate', () => {
     }
   })
 
+  /** A migration file's statements, without the header that names it. */
+  const body = (text: string): string => text.slice(text.indexOf('\n'))
+
   /** Every version's module, and its migration generated into `into` (offline: from the snapshots). */
   async function generateAll(into: string): Promise<void> {
     for (const [i, version] of versions.entries()) {
       const module = join(dir, `v${i + 1}.ts`)
       await writeFile(module, `import { versions } from ${JSON.stringify(support)}\nexport const schema = versions[${i}]!.schema\n`)
-      expect(await migrateMain(['generate', `v${i + 1}`, '--module', module, '--dir', into, '--allow-destructive', ...(version.flags ?? [])])).toBe(0)
+      expect(await migrateMain(['generate', `v${i + 1}`, '--module', module, '--dir', into, '--offline', '--allow-destructive', ...(version.flags ?? [])])).toBe(0)
     }
   }
 
@@ -142,13 +152,12 @@ describe('flushwave migrate', () => {
     const own = join(dir, 'failing')
     try {
       await writeFile(join(dir, 'one.ts'), `import { versions } from ${JSON.stringify(support)}\nexport const schema = versions[0]!.schema\n`)
-      expect(await migrateMain(['generate', 'first', '--module', join(dir, 'one.ts'), '--dir', own])).toBe(0)
+      expect(await migrateMain(['generate', 'first', '--module', join(dir, 'one.ts'), '--dir', own, '--url', url])).toBe(0)
       const failing = join(own, '29990101000000_broken')
       await import('node:fs/promises').then((fs) => fs.mkdir(failing))
       await writeFile(join(failing, 'up.sql'), "create table kept (id int);\n\ninsert into kept values (1);\n\n-- a comment; with a semicolon\ninsert into nowhere values ('a;b');\n")
       await writeFile(join(failing, 'down.sql'), 'drop table kept;\n')
       const { migrateUp } = await import('../../src/migrate/runner.js')
-      const { readMigrations } = await import('../../src/migrate/files.js')
       const orm = flushwave({ schema: versions[0]!.schema, sql })
       const error = await migrateUp(orm.executor, await readMigrations(own)).catch((e: unknown) => e)
       expect(error).toBeInstanceOf(MigrationError)
@@ -184,11 +193,11 @@ describe('flushwave migrate', () => {
       for (const statement of createTablesSql(versions[0]!.schema)) await sql.unsafe(statement)
       expect(await migrateMain(['baseline', 'existing', '--module', module(0), '--dir', own, '--url', url])).toBe(0)
       expect(await migrateMain(['baseline', 'again', '--module', module(0), '--dir', own, '--url', url])).toBe(2) // a baseline is the first migration
-      const { readMigrations } = await import('../../src/migrate/files.js')
       const [first] = await readMigrations(own)
       expect(first!.up).toMatch(/create table "author"/) // what a new database needs
       expect((await sql`select id from flushwave_migrations`).map((r) => r.id)).toEqual([first!.id])
-      expect(await migrateMain(['generate', 'second', '--module', module(1), '--dir', own, '--allow-destructive'])).toBe(0)
+      // Generated with the database: the tables createTablesSql made are what the baseline makes.
+      expect(await migrateMain(['generate', 'second', '--module', module(1), '--dir', own, '--url', url, '--allow-destructive'])).toBe(0)
       expect(await migrateMain(['up', '--dir', own, '--url', url])).toBe(0)
       expect(await flushwave({ schema: versions[1]!.schema, sql }).checkSchema()).toEqual([])
       expect((await sql`select count(*)::int as n from flushwave_migrations`)[0]!.n).toBe(2)
@@ -205,18 +214,68 @@ describe('flushwave migrate', () => {
     }
   })
 
+  it('generates with a database only when it is at the last migration and as the migrations left it', async () => {
+    await generateAll(join(dir, 'modules-for-drift'))
+    const module = (i: number) => join(dir, `v${i + 1}.ts`)
+    const own = join(dir, 'drift')
+    const refusal = async (args: string[]): Promise<string> => {
+      const error = await migrateMain(['generate', ...args, '--dir', own]).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(MigrationError)
+      return (error as Error).message
+    }
+    // Tables of the schema made otherwise, and no migration yet: a baseline is the way.
+    const made = await database()
+    try {
+      for (const statement of createTablesSql(versions[0]!.schema)) await made.sql.unsafe(statement)
+      expect(await refusal(['first', '--module', module(0), '--url', made.url])).toMatch(/baseline[^]*drop table "book"/)
+    } finally {
+      await made.sql.end()
+    }
+
+    const { url, sql } = await database()
+    try {
+      expect(await migrateMain(['generate', 'first', '--module', module(0), '--dir', own, '--url', url])).toBe(0)
+      // Not applied yet: generating again from this database would make its statements twice.
+      expect(await refusal(['second', '--module', module(1), '--url', url, '--allow-destructive'])).toMatch(/not at the last migration \(\d{14}_first: pending\)/)
+      expect(await migrateMain(['up', '--dir', own, '--url', url])).toBe(0)
+      // Each change by hand is found, with the statement that would put it back; undone, generate goes on.
+      const changes: [string, string, RegExp][] = [
+        ['alter table book add column extra int4', 'alter table book drop column extra', /alter table "book" drop column "extra"/],
+        ["alter table author alter column name set default 'x'", 'alter table author alter column name drop default', /alter table "author" alter column "name" drop default/],
+        ['alter table author alter column name type varchar(10)', 'alter table author alter column name type text', /alter table "author" alter column "name" type text/],
+        ['create index by_hand on book (title)', 'drop index by_hand', /drop index "by_hand"/],
+        ['drop index book_author_id_idx', 'create index book_author_id_idx on book (author_id)', /create index "book_author_id_idx" on "book" \("author_id"\)/],
+        ['alter table book add constraint title_check check (length(title) > 0)', 'alter table book drop constraint title_check', /drop constraint "title_check"/],
+        ['alter table book drop constraint book_author_id_fkey, add constraint book_author_id_fkey foreign key (author_id) references author (id) on delete cascade', 'alter table book drop constraint book_author_id_fkey, add constraint book_author_id_fkey foreign key (author_id) references author (id)', /add constraint "book_author_id_fkey" foreign key \("author_id"\) references "author" \("id"\)(?! on delete)/],
+        ['alter table book alter column title drop not null', 'alter table book alter column title set not null', /alter column "title" set not null/],
+      ]
+      for (const [change, undo, repair] of changes) {
+        await sql.unsafe(change)
+        const message = await refusal(['second', '--module', module(1), '--url', url, '--allow-destructive'])
+        expect(message, change).toMatch(/differs from what the migrations make/)
+        expect(message, change).toMatch(repair)
+        await sql.unsafe(undo)
+      }
+      // Tables, columns and types outside the schema and the migrations are the database's own.
+      await sql.unsafe('create table unrelated (id int); create type unrelated_mood as enum (\'up\')')
+      expect(await migrateMain(['generate', 'second', '--module', module(1), '--dir', own, '--url', url, '--allow-destructive'])).toBe(0)
+      expect((await readMigrations(own)).map((m) => m.id.slice(15))).toEqual(['first', 'second'])
+    } finally {
+      await sql.end()
+    }
+  })
+
   it('refuses a destructive migration without --allow-destructive, and check fails on a schema ahead of its migrations', async () => {
     const own = join(dir, 'refusing')
     await generateAll(join(dir, 'modules'))
     const module = (i: number) => join(dir, `v${i + 1}.ts`)
-    expect(await migrateMain(['generate', 'first', '--module', module(0), '--dir', own])).toBe(0)
-    const refused = await migrateMain(['generate', 'second', '--module', module(1), '--dir', own]).catch((e: unknown) => e)
+    expect(await migrateMain(['generate', 'first', '--module', module(0), '--dir', own, '--offline'])).toBe(0)
+    const refused = await migrateMain(['generate', 'second', '--module', module(1), '--dir', own, '--offline']).catch((e: unknown) => e)
     expect(refused).toBeInstanceOf(MigrationError)
     expect((refused as Error).message).toMatch(/--allow-destructive[^]*unique \("email"\)/)
     expect(await migrateMain(['check', '--module', module(1), '--dir', own])).toBe(1)
     expect(await migrateMain(['check', '--module', module(0), '--dir', own])).toBe(0)
-    expect(await migrateMain(['generate', 'again', '--module', module(0), '--dir', own])).toBe(0) // nothing to do: no directory written
-    const { readMigrations } = await import('../../src/migrate/files.js')
+    expect(await migrateMain(['generate', 'again', '--module', module(0), '--dir', own, '--offline'])).toBe(0) // nothing to do: no directory written
     expect((await readMigrations(own)).map((m) => m.id.slice(15))).toEqual(['first'])
     expect(await readFile(join(own, (await readMigrations(own))[0]!.id, 'up.sql'), 'utf8')).toMatch(/^-- \d{14}_first: up\./)
     expect(await migrateMain(['--help'])).toBe(0)
