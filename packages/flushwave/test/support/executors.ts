@@ -19,6 +19,8 @@ export interface OpenedExecutor<D extends SchemaDefs> {
   readonly orm: Flushwave<D>
   /** Runs `select 1` through the executor's own driver: opens a connection, prepares nothing. */
   select1(): Promise<void>
+  /** Runs one statement through the executor's own driver, on a connection of its pool; rows as objects. */
+  query(text: string): Promise<Record<string, unknown>[]>
   /** Checks out every connection of the pool at once and gives them back: none was leaked. */
   whole(): Promise<void>
   close(): Promise<void>
@@ -58,7 +60,8 @@ export function openExecutor<D extends SchemaDefs>(name: ExecutorName, url: stri
     // After a server process was terminated, postgres.js hands its FATAL error to the first query of
     // the reconnected session (see afterStaleError): a driver quirk, not a leak, so one more try.
     const whole = all(() => afterStaleError(() => sql.reserve()), (conn) => conn.release())
-    return { orm: flushwave({ ...settings, sql }), select1: async () => void (await sql`select 1`), whole, close: () => sql.end({ timeout: 1 }) }
+    const query = async (text: string) => [...(await sql.unsafe(text))] as Record<string, unknown>[]
+    return { orm: flushwave({ ...settings, sql }), select1: async () => void (await sql`select 1`), query, whole, close: () => sql.end({ timeout: 1 }) }
   }
   if (name === 'node-postgres') {
     // The application's pool as most are made: without `pipeline: true` (Flushwave switches it per flush).
@@ -66,7 +69,8 @@ export function openExecutor<D extends SchemaDefs>(name: ExecutorName, url: stri
     // A pooled client whose connection dropped while idle emits 'error' on the pool: the pool removes it.
     pool.on('error', () => undefined)
     const whole = all(() => pool.connect(), (client) => client.release())
-    return { orm: flushwave({ ...settings, pg: pool }), select1: async () => void (await pool.query('select 1')), whole, close: () => pool.end() }
+    const query = async (text: string) => (await pool.query(text)).rows as Record<string, unknown>[]
+    return { orm: flushwave({ ...settings, pg: pool }), select1: async () => void (await pool.query('select 1')), query, whole, close: () => pool.end() }
   }
   const knex = knexFactory({
     client: 'pg',
@@ -77,5 +81,6 @@ export function openExecutor<D extends SchemaDefs>(name: ExecutorName, url: stri
     ...(path ? { searchPath: [path] } : {}),
   })
   const whole = all(() => knex.client.acquireConnection() as Promise<unknown>, (conn) => knex.client.releaseConnection(conn))
-  return { orm: flushwave({ ...settings, knex }), select1: async () => void (await knex.raw('select 1')), whole, close: () => knex.destroy() }
+  const query = async (text: string) => ((await knex.raw(text)) as { rows: Record<string, unknown>[] }).rows
+  return { orm: flushwave({ ...settings, knex }), select1: async () => void (await knex.raw('select 1')), query, whole, close: () => knex.destroy() }
 }

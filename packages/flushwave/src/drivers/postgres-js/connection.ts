@@ -3,6 +3,7 @@ import type { Statement } from '../../sql/statement.js'
 import { BEGIN, COMMIT, OPEN, ROLLBACK, type Answer, type Connection, type Sent } from '../port.js'
 import { newShapes, pipelineRoundTrips } from './cold-shapes.js'
 import { prepareInline } from './inline-prepare.js'
+import { neverRetried } from './no-retry.js'
 import type { Reservation } from './reservation.js'
 import { withoutLeadingHoles } from './sparse-rows.js'
 
@@ -61,7 +62,8 @@ export class ReservedConnection implements Connection {
     const queries: PendingQuery<Row[]>[] = []
     for (const s of statements) {
       // The reservation's first query hands over its connection object (Reservation.tracking).
-      const query = run(this.reservation.sql, s, s.returnsRows === true, this.first ? undefined : this.reservation.tracking)
+      // Never sent again by postgres.js after the transaction ended (no-retry.ts).
+      const query = neverRetried(run(this.reservation.sql, s, s.returnsRows === true, this.first ? undefined : this.reservation.tracking))
       this.first ??= query
       queries.push(query)
     }

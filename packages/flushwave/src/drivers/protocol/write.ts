@@ -1,7 +1,7 @@
 import { FlushError, FlushTimeoutError, FlushwaveError } from '../../errors.js'
 import type { Op } from '../../plan/ops.js'
 import { renderEvidence } from '../../sql/render-evidence.js'
-import { renderNextIds } from '../../sql/render-ids.js'
+import { renderNextIds, type IdBlocks } from '../../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../../sql/statement.js'
 import type { CarriedIds, QueryEvent, WriteOutcome } from '../executor.js'
 import { BEGIN, COMMIT, ROLLBACK, ReserveTimeout, type Answer, type Connection, type Port, type ServerError } from '../port.js'
@@ -32,6 +32,33 @@ const sameError = (error: ServerError): ServerError => error
  * says whether it rolled back or, the server being unreachable, its outcome is unknown.
  */
 export async function writeFlush(ctx: WriteContext, waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome> {
+  let landed = false
+  const carried = ids && { requests: ids.requests, landed: (blocks: IdBlocks) => ((landed = true), ids.landed(blocks)) }
+  try {
+    return await attempt(ctx, waves, carried)
+  } catch (error) {
+    if (!(error instanceof StatementsLost)) throw error
+    // The connection had lost its prepared statements (DISCARD ALL, DEALLOCATE) and the flush rolled
+    // back on the first of them: once more, on a new connection, where the driver prepares afresh.
+    const again = await attempt(ctx, waves, landed ? undefined : carried)
+    return { ...again, roundTrips: again.roundTrips + error.roundTrips, coldStatements: again.coldStatements + error.coldStatements }
+  }
+}
+
+/** A flush that rolled back because its connection no longer had a prepared statement (26000). */
+class StatementsLost extends Error {
+  constructor(
+    readonly roundTrips: number,
+    readonly coldStatements: number,
+  ) {
+    super('the connection lost its prepared statements')
+  }
+}
+
+/** 26000: a prepared statement the connection's driver sent by name no longer exists on the server. */
+const lostStatement = (answer: PromiseSettledResult<unknown> | undefined): boolean => answer?.status === 'rejected' && (answer.reason as { code?: unknown } | null)?.code === '26000'
+
+async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome> {
   const { port, capture, timeoutMs } = ctx
   const deadline = performance.now() + timeoutMs
   const idStatement = ids && ids.requests.length > 0 ? renderNextIds(ids.requests) : undefined
@@ -52,6 +79,7 @@ export async function writeFlush(ctx: WriteContext, waves: readonly (readonly Wr
   let broken = false
   let commitSent = false
   let ended = false
+  let statementLost = false
   let roundTrips = 0
   let coldStatements = 0
   const rowCounts: number[][] = waves.map(() => [])
@@ -93,6 +121,7 @@ export async function writeFlush(ctx: WriteContext, waves: readonly (readonly Wr
       if (failure !== undefined) {
         // A pipelined COMMIT after a failure comes back as ROLLBACK; without one, end it below.
         ended = last && settled[settled.length - 1]?.status === 'fulfilled'
+        statementLost = answers.some(lostStatement)
         throw failure
       }
       collect(batch.wave, batch.statements, settled, offset, rowCounts, returned)
@@ -105,6 +134,13 @@ export async function writeFlush(ctx: WriteContext, waves: readonly (readonly Wr
     return { rowCounts, returned, roundTrips, coldStatements }
   } catch (error) {
     if (error instanceof FlushwaveError) {
+      if (statementLost && (ended || !commitSent)) {
+        // Rolled back (or never to commit: the cut ends it). Its driver still counts those
+        // statements as prepared: this connection is not used again.
+        broken = true
+        connection.cut()
+        throw new StatementsLost(roundTrips, coldStatements)
+      }
       if (!ended && connection.usable) await connection.send([ROLLBACK]).catch(() => undefined)
       throw error
     }
