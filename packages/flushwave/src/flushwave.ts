@@ -3,6 +3,7 @@ import { PGliteExecutor, type PGliteLike } from './drivers/pglite/executor.js'
 import type { PgPool } from './drivers/node-postgres/pg-client.js'
 import { knexSource, type KnexLike } from './drivers/node-postgres/knex-source.js'
 import { poolSource } from './drivers/node-postgres/pg-source.js'
+import { StatementNames, type PrepareMode } from './drivers/node-postgres/named-statements.js'
 import { FlushwaveError, SchemaMismatchError, type SchemaDifference } from './errors.js'
 import type { Executor, QueryEvent } from './drivers/executor.js'
 import { checkSchemaWith } from './catalog/check.js'
@@ -30,6 +31,14 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly pg?: PgPool
   /** Your knex instance (`client: 'pg'`): flushes pipeline on a connection of its pool, inside your knex transaction when you pass one. */
   readonly knex?: KnexLike
+  /**
+   * With `pg` or `knex`: whether statements are named, so that each connection parses a shape once
+   * and then only binds it. `'auto'` (the default) names them on connections found to be direct
+   * (not through a pooler); `true` everywhere (a pooler that keeps prepared statements, such as
+   * PgBouncer 1.21+ with `max_prepared_statements`); `false` never. postgres.js has its own
+   * `prepare` option.
+   */
+  readonly prepare?: PrepareMode
   /**
    * Your PGlite instance (`@electric-sql/pglite`): PostgreSQL in WebAssembly, in this process. A
    * flush runs inside PGlite's own transaction, which holds its other queries back until COMMIT.
@@ -103,13 +112,18 @@ export class Flushwave<D extends SchemaDefs> {
     this.ledgerTable = settings.ledger?.table
     const given = [options.sql, options.pg, options.knex, options.pglite, options.executor].filter((x) => x !== undefined).length
     if (given !== 1) throw new FlushwaveError('flushwave() takes exactly one of `sql` (postgres.js), `pg` (a pg.Pool), `knex`, `pglite` or `executor`')
+    if (options.prepare !== undefined && options.pg === undefined && options.knex === undefined) {
+      throw new FlushwaveError('`prepare` is for `pg` and `knex`; postgres.js takes its own `prepare` option (postgres(url, { prepare }))')
+    }
+    if (options.prepare !== undefined && options.prepare !== 'auto' && typeof options.prepare !== 'boolean') throw new FlushwaveError(`prepare must be 'auto', true or false, not ${String(options.prepare)}`)
+    const names = new StatementNames(options.prepare)
     this.executor =
       options.executor ??
       (options.sql
         ? new PostgresJsExecutor(options.sql, settings)
         : options.pglite
           ? new PGliteExecutor(options.pglite, settings)
-          : new NodePostgresExecutor(options.pg ? poolSource(options.pg) : knexSource(options.knex!), settings))
+          : new NodePostgresExecutor(options.pg ? poolSource(options.pg, names) : knexSource(options.knex!, names), settings))
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
     this.hiddenClasses = [this.em(), new UnitOfWork().keepHiddenClasses(this.schema.entities.values())]
   }

@@ -23,6 +23,7 @@ export { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js/e
 export { NodePostgresExecutor } from './drivers/node-postgres/executor.js'
 export { PGliteExecutor, type PGliteLike, type PGliteTransactionLike } from './drivers/pglite/executor.js'
 export type { PgPool, PgPoolClient, PgClient, PgResult } from './drivers/node-postgres/pg-client.js'
+export type { PrepareMode } from './drivers/node-postgres/named-statements.js'
 export type { KnexLike } from './drivers/node-postgres/knex-source.js'
 export { noDelaySocket, tcpNoDelay, type SocketTarget } from './drivers/postgres-js/no-delay-socket.js'
 export { uuidv7 } from './ids/uuid-v7.js'

@@ -2,7 +2,8 @@ import type { Statement } from '../../sql/statement.js'
 import { PipelineExecutor, type ExecutorOptions } from '../protocol/pipeline-executor.js'
 import { fromNodePostgres } from '../protocol/pg-error.js'
 import { withDeadline } from '../protocol/timeout.js'
-import { ReserveTimeout, type Answer, type Connection, type Port, type QueryResult, type Sent } from '../port.js'
+import { BEGIN, COMMIT, OPEN, ReserveTimeout, type Connection, type Port, type QueryResult, type Sent } from '../port.js'
+import type { StatementNames } from './named-statements.js'
 import { destroyConnection, guardErrors, pgQuery, pipelined, type PgClient } from './pg-client.js'
 import type { PgSource } from './pg-source.js'
 
@@ -24,8 +25,12 @@ export class NodePostgresPort implements Port {
   /** Pipeline mode sends every query at once. */
   readonly maxPipeline = Infinity
   readonly serverError = fromNodePostgres
+  /** Named statements are kept per connection: a warm-up prepares them on every one of the pool. */
+  readonly warmUp: Port['warmUp']
 
-  constructor(private readonly source: PgSource) {}
+  constructor(private readonly source: PgSource) {
+    this.warmUp = source.names.mode === false ? undefined : { connections: source.connections, prepares: true }
+  }
 
   get inTransaction(): boolean {
     return this.source.inTransaction
@@ -41,7 +46,7 @@ export class NodePostgresPort implements Port {
       checkout.then((late) => this.source.release(late, false), () => undefined)
       return new ReserveTimeout()
     })
-    return new PgConnection(this.source, client)
+    return new PgConnection(this.source, client, this.source.names)
   }
 
   async query(statement: Statement): Promise<QueryResult> {
@@ -61,19 +66,29 @@ class PgConnection implements Connection {
   constructor(
     private readonly source: PgSource,
     private readonly client: PgClient,
+    private readonly names: StatementNames,
   ) {
     this.unguard = guardErrors(client)
   }
 
   async send(statements: readonly Statement[]): Promise<Sent> {
     const client = this.client
+    const configs = statements.map((s) => pgQuery(s, s.returnsRows ? 'array' : undefined))
+    // A warm-up's pipeline: whether the connection keeps names is known before its shapes go out.
+    if (statements[0] === OPEN) await this.names.known(client)
     // In pipeline mode each query goes out as it is made: made in order.
-    const settled = await pipelined(client, () => {
-      const queries: Promise<Answer>[] = []
-      for (const s of statements) queries.push(client.query(pgQuery(s, s.returnsRows ? 'array' : undefined)))
-      return Promise.allSettled(queries)
-    })
-    return { settled, roundTrips: 1, coldStatements: 0 }
+    const { settled, cold } = await pipelined(client, () => this.names.issue(client, configs))
+    if (!this.names.lost(client, settled)) return { settled, roundTrips: 1, coldStatements: cold }
+    // A named statement the server did not have: sent again unnamed, where that is the same as
+    // sending it once. The whole pipeline when its transaction rolled back; only what follows a
+    // COMMIT that went through (the carried ids). Inside a transaction the failure stands.
+    const commitAt = statements.indexOf(COMMIT)
+    const commit = settled[commitAt]
+    const tag = commit?.status === 'fulfilled' ? commit.value.command : undefined
+    const from = statements[0] === BEGIN && tag === 'ROLLBACK' ? 0 : tag === 'COMMIT' ? commitAt + 1 : -1
+    if (from < 0 || from === statements.length) return { settled, roundTrips: 1, coldStatements: cold }
+    const again = await pipelined(client, () => this.names.unnamed(client, configs.slice(from)))
+    return { settled: [...settled.slice(0, from), ...again], roundTrips: 2, coldStatements: 0 }
   }
 
   /** Every query of the pipeline fails at once ("Connection terminated"). */

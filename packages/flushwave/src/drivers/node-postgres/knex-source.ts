@@ -1,6 +1,7 @@
 import { whenIdle, type PgClient, type PgStandaloneClient } from './pg-client.js'
 import { batchedReads } from './pg-read-batch.js'
 import { probeWith, type PgSource } from './pg-source.js'
+import { StatementNames } from './named-statements.js'
 
 /**
  * The part of a knex instance or transaction (`client: 'pg'`) Flushwave uses. Structural, so that
@@ -21,7 +22,7 @@ interface KnexClient {
 }
 
 /** The knex instance (or transaction) of an application on knex with the `pg` client. */
-export function knexSource(knex: KnexLike): PgSource {
+export function knexSource(knex: KnexLike, names: StatementNames = new StatementNames()): PgSource {
   // In a knex transaction, its client hands out the transaction's connection and ignores releases.
   const client = knex.client as KnexClient
   const acquire = async () => (await client.acquireConnection()) as PgClient
@@ -33,7 +34,12 @@ export function knexSource(knex: KnexLike): PgSource {
     query: batchedReads(
       knex.isTransaction === true ? () => acquire().then(whenIdle) : acquire,
       release,
+      names,
+      knex.isTransaction === true,
     ),
+    names,
+    // Its tarn pool's size (knex's default is 10).
+    connections: knex.isTransaction === true ? 1 : ((knex.client as { pool?: { max?: number } }).pool?.max ?? 10),
     acquire,
     // knex marks a connection whose socket ended (`__knex__disposed`) and its pool destroys it on release.
     release: (connection) => release(connection),
@@ -45,6 +51,6 @@ export function knexSource(knex: KnexLike): PgSource {
       // The raw client's connection, so that destroyConnection can cut this probe's socket too.
       return Object.assign(probe, { connection: (raw as { connection?: unknown }).connection })
     }, false),
-    transaction: async (fn) => (await knex.transaction((trx) => fn(knexSource(trx)))) as Awaited<ReturnType<typeof fn>>,
+    transaction: async (fn) => (await knex.transaction((trx) => fn(knexSource(trx, names)))) as Awaited<ReturnType<typeof fn>>,
   }
 }

@@ -7,7 +7,7 @@ import type { Statement } from '../../sql/statement.js'
  * connection knex's `pg` dialect hands out all fit.
  */
 export interface PgClient {
-  query(config: { text: string; values?: unknown[]; rowMode?: 'array' }): Promise<PgResult>
+  query(config: { name?: string; text: string; values?: unknown[]; rowMode?: 'array' }): Promise<PgResult>
   /** node-postgres 8.23's pipeline mode; undefined in older versions. */
   pipeline?: boolean
   /** The server process of this connection (from BackendKeyData). */

@@ -1,5 +1,6 @@
 import { guardErrors, pipelined, type PgClient, type PgResult } from './pg-client.js'
 import { isConnectionFailure } from '../protocol/reads.js'
+import { lostName, StatementNames } from './named-statements.js'
 
 type QueryConfig = { text: string; values?: unknown[]; rowMode?: 'array' }
 
@@ -26,13 +27,18 @@ export const MAX_BATCH = 100
  * "Reads batched on node-postgres"). The busier the pool, the longer a checkout takes and the more
  * reads share it. In a transaction, "checking out" is waiting for what it has in flight on its client.
  */
-export function batchedReads(acquire: () => Promise<PgClient>, release: (client: PgClient, broken: boolean) => void): (config: QueryConfig) => Promise<PgResult> {
+export function batchedReads(
+  acquire: () => Promise<PgClient>,
+  release: (client: PgClient, broken: boolean) => void,
+  names: StatementNames = new StatementNames(),
+  inTransaction = false,
+): (config: QueryConfig) => Promise<PgResult> {
   let open: Read[] | undefined
   const start = (batch: Read[]) => {
     acquire().then(
       (client) => {
         if (open === batch) open = undefined
-        void send(client, batch, release)
+        void send(client, batch, release, names, inTransaction)
       },
       (error: unknown) => {
         if (open === batch) open = undefined
@@ -47,12 +53,19 @@ export function batchedReads(acquire: () => Promise<PgClient>, release: (client:
     })
 }
 
-async function send(client: PgClient, batch: readonly Read[], release: (client: PgClient, broken: boolean) => void): Promise<void> {
+async function send(client: PgClient, batch: readonly Read[], release: (client: PgClient, broken: boolean) => void, names: StatementNames, inTransaction: boolean): Promise<void> {
   // The pool does not listen to a checked-out client: a connection ended mid-read emits 'error'.
   const unguard = guardErrors(client)
   let settled: PromiseSettledResult<PgResult>[]
   try {
-    settled = await pipelined(client, () => Promise.allSettled(batch.map((read) => client.query(read.config))))
+    settled = (await pipelined(client, () => names.issue(client, batch.map((read) => read.config)))).settled
+    // A read whose named statement the server did not have is read again unnamed (outside a
+    // transaction: inside, the failure aborted it).
+    if (!inTransaction && names.lost(client, settled)) {
+      const lost = batch.flatMap((_, i) => (settled[i]!.status === 'rejected' && lostName((settled[i] as PromiseRejectedResult).reason) ? [i] : []))
+      const again = await pipelined(client, () => names.unnamed(client, lost.map((i) => batch[i]!.config)))
+      lost.forEach((at, i) => (settled[at] = again[i]!))
+    }
   } catch (error) {
     // Only pipelined() itself throws (a node-postgres without pipeline mode): nothing was sent.
     unguard()

@@ -1,6 +1,7 @@
 import type { OpenProbe } from '../port.js'
 import { destroyConnection, guardErrors, whenIdle } from './pg-client.js'
 import { batchedReads } from './pg-read-batch.js'
+import { StatementNames } from './named-statements.js'
 import type { PgClient, PgPool, PgPoolClient, PgResult, PgStandaloneClient } from './pg-client.js'
 
 type QueryConfig = { text: string; values?: unknown[]; rowMode?: 'array' }
@@ -20,12 +21,16 @@ export interface PgSource {
   release(client: PgClient, broken: boolean): void
   /** A connection of its own, outside any pool, to ask about a flush whose connection failed. */
   readonly openProbe: OpenProbe
+  /** How many connections its pool holds at most (a warm-up takes them all at once). */
+  readonly connections: number
+  /** Names for statements on its clients (named-statements.ts). */
+  readonly names: StatementNames
   /** Runs `fn` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (source: PgSource) => Promise<T>): Promise<T>
 }
 
 /** The application's pg.Pool. */
-export function poolSource(pool: PgPool): PgSource {
+export function poolSource(pool: PgPool, names: StatementNames = new StatementNames()): PgSource {
   // pg.Pool keeps its Client class and its configuration: a probe connects as the pool does.
   const openProbe = probeWith(async () => new (pool.Client ?? (await loadPg()).Client)(pool.options))
   return {
@@ -35,7 +40,12 @@ export function poolSource(pool: PgPool): PgSource {
     query: batchedReads(
       () => pool.connect(),
       (client, broken) => (client as PgPoolClient).release(broken ? new Error('flushwave: connection failed during a read') : undefined),
+      names,
+      false,
     ),
+    names,
+    // pg.Pool's default size.
+    connections: (pool.options as { max?: number }).max ?? 10,
     acquire: () => pool.connect(),
     release: (client, broken) => (client as PgPoolClient).release(broken ? new Error('flushwave: connection cut during a flush') : undefined),
     openProbe,
@@ -47,7 +57,7 @@ export function poolSource(pool: PgPool): PgSource {
       let broken = false
       try {
         await client.query({ text: 'begin' })
-        const value = await fn(clientSource(client, openProbe))
+        const value = await fn(clientSource(client, openProbe, names))
         await client.query({ text: 'commit' })
         return value
       } catch (error) {
@@ -65,13 +75,17 @@ export function poolSource(pool: PgPool): PgSource {
  * A client already inside a transaction (em.transaction() on a pg.Pool). Reads made together go out
  * as one batch once what the transaction has in flight on it (a flush, an earlier batch) is over.
  */
-function clientSource(client: PgClient, openProbe: OpenProbe): PgSource {
+function clientSource(client: PgClient, openProbe: OpenProbe, names: StatementNames): PgSource {
   return {
     inTransaction: true,
     query: batchedReads(
       () => whenIdle(client),
       () => undefined,
+      names,
+      true,
     ),
+    names,
+    connections: 1,
     acquire: async () => client,
     release: () => undefined,
     openProbe,
