@@ -157,7 +157,7 @@ try {
     const label = `${c.scenario}${c.size ? `×${c.size}` : ''} @${latency}ms`
     log(progress.line(label))
     const subjects = factories
-      .filter((f) => !failed.has(f.name) && !slowSkipped.has(caseKey(c, f.name)))
+      .filter((f) => !failed.has(f.name) && !slowSkipped.has(caseKey(c, f.name)) && (!f.only || f.only.includes(c.scenario)))
       .filter((f) => c.scenario !== 'scale' || (opened.get(f.name)?.scale && !scaleSkipped.has(caseKey(c, f.name))))
       .filter((f) => c.scenario !== 'typesScale' || (opened.get(f.name)?.typesScale && !scaleSkipped.has(caseKey(c, f.name))))
       .filter((f) => c.scenario !== 'listEndpoint' || opened.get(f.name)?.listEndpoint)
@@ -187,7 +187,7 @@ try {
   if (wantThroughput) {
     await env.proxy.setLatency(THROUGHPUT_LATENCY)
     log(progress.line(`throughput: ${throughputOptions.clients} clients, pool ${THROUGHPUT_POOL}, ${throughputOptions.durationMs / 1000} s each`))
-    for (const factory of factories.filter((f) => !failed.has(f.name) && !NOT_IN_THROUGHPUT.has(f.name))) {
+    for (const factory of factories.filter((f) => !failed.has(f.name) && !NOT_IN_THROUGHPUT.has(f.name) && (!f.only || f.only.includes('throughput')))) {
       const series = await factory.open(env.url, { ...openOptions, poolSize: THROUGHPUT_POOL })
       try {
         const row = await measureThroughput(factory.name, series, env.admin, THROUGHPUT_LATENCY, THROUGHPUT_POOL, throughputOptions)

@@ -40,6 +40,13 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
    */
   readonly prepare?: PrepareMode
   /**
+   * An insert of at least this many rows into one table goes by `COPY … FROM STDIN`
+   * (`FlushResult.copied`): in the flush's pipeline on `pg` and `knex`, at one round trip more on
+   * postgres.js; not on PGlite. Off by default (unset or `false`): measured through Flushwave, COPY's
+   * text format is not yet faster than unnest's arrays for most tables (docs/guide/writes.md).
+   */
+  readonly copyRows?: number | false
+  /**
    * Your PGlite instance (`@electric-sql/pglite`): PostgreSQL in WebAssembly, in this process. A
    * flush runs inside PGlite's own transaction, which holds its other queries back until COMMIT.
    */
@@ -117,13 +124,17 @@ export class Flushwave<D extends SchemaDefs> {
     }
     if (options.prepare !== undefined && options.prepare !== 'auto' && typeof options.prepare !== 'boolean') throw new FlushwaveError(`prepare must be 'auto', true or false, not ${String(options.prepare)}`)
     const names = new StatementNames(options.prepare)
+    if (options.copyRows !== undefined && options.pglite !== undefined) throw new FlushwaveError('`copyRows` is for `sql`, `pg` and `knex`: PGlite flushes insert row sets as they are')
+    if (options.copyRows !== undefined && options.copyRows !== false && !(Number.isInteger(options.copyRows) && options.copyRows > 0)) {
+      throw new FlushwaveError(`copyRows must be a positive whole number of rows or false, not ${String(options.copyRows)}`)
+    }
     this.executor =
       options.executor ??
       (options.sql
-        ? new PostgresJsExecutor(options.sql, settings)
+        ? new PostgresJsExecutor(options.sql, settings, options.copyRows)
         : options.pglite
           ? new PGliteExecutor(options.pglite, settings)
-          : new NodePostgresExecutor(options.pg ? poolSource(options.pg, names) : knexSource(options.knex!, names), settings))
+          : new NodePostgresExecutor(options.pg ? poolSource(options.pg, names) : knexSource(options.knex!, names), settings, options.copyRows))
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
     this.hiddenClasses = [this.em(), new UnitOfWork().keepHiddenClasses(this.schema.entities.values())]
   }

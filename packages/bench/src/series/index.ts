@@ -11,6 +11,7 @@ export const SERIES = [
   'flushwave-begin',
   'flushwave-noledger',
   'raw-pipelined',
+  'raw-copy',
   'raw-sequential',
   'mikro-orm',
   'typeorm',

@@ -191,3 +191,40 @@ function count(rows: readonly postgres.Row[], key: string): Map<string, number> 
   for (const row of rows) out.set(String(row[key]), (out.get(String(row[key])) ?? 0) + 1)
   return out
 }
+
+/**
+ * scale written by hand with COPY: ids from nextval, the rows through postgres.js's COPY stream
+ * (`.writable()`), in one transaction. Only scale: the baseline of Flushwave's COPY.
+ */
+export const rawCopySeries: SeriesFactory = {
+  name: 'raw-copy',
+  pooler: true,
+  only: ['scale'],
+  async open(url, options = {}) {
+    const sql = postgres(url, { ...tcpNoDelay, max: options.poolSize ?? 1, prepare: !options.pooler, onnotice: () => {} })
+    await sql`select 1`
+    const units = rawUnitsOfWork(sql, pipelined(sql), 'pipelined')
+    return {
+      ...units,
+      async scale(names) {
+        return async () => {
+          await sql.begin(async (tx) => {
+            const ids = (await tx`select nextval('scale_item_id_seq')::text as id from generate_series(1, ${names.length}::int4)`).map((r) => r.id as string)
+            const lines: string[] = []
+            for (let i = 0; i < names.length; i++) lines.push(`${ids[i]}\t${copyText(names[i]!)}`)
+            const stream = await tx.unsafe('copy scale_item (id, name) from stdin').writable()
+            await new Promise<void>((resolve, reject) => {
+              stream.on('error', reject)
+              stream.on('finish', resolve)
+              stream.end(`${lines.join('\n')}\n`)
+            })
+          })
+        }
+      },
+    }
+  },
+}
+
+/** A text as COPY's text format has it (the bench's names need no more than this). */
+const copyText = (value: string): string => value.replace(/[\\\n\r\t]/g, (c) => ({ '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' })[c]!)
+

@@ -43,6 +43,8 @@ export interface SeriesFactory {
    * transaction on a server connection, named prepared statements included.
    */
   readonly pooler: boolean
+  /** The scenarios it runs, when not every one (a hand-written baseline of one scenario). */
+  readonly only?: readonly string[]
   /**
    * Connects to `url` (through the latency proxy) with a pool of `options.poolSize` connections (1
    * unless given), connects now (a `select 1`, so that no timed unit of work opens a connection),

@@ -17,6 +17,8 @@ export interface Executor {
    * With `ids`, it also fetches them (as `nextIds` does) after COMMIT in the same pipeline.
    */
   write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome>
+  /** Inserts of at least this many rows may be written as `copy … from stdin` (Statement.copy); unset: never. */
+  readonly copyRows?: number
   /**
    * A read of any size in batches of `batchSize` rows (arrays in select-list order), through a
    * server-side cursor: one batch in memory at a time. Optional: `em.stream` needs it.

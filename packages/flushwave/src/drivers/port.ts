@@ -12,6 +12,11 @@ export interface Port {
   /** Inside a transaction the protocol does not own: flushes send no BEGIN or COMMIT. */
   readonly inTransaction: boolean
   /**
+   * Inserts of at least this many rows into a table go as `copy … from stdin` (Statement.copy),
+   * which the port sends in the pipeline; unset: the port cannot.
+   */
+  readonly copyRows?: number
+  /**
    * A connection for one flush, given back with `release`. Rejects with ReserveTimeout when none
    * became free by `deadline` (a performance.now() time); a connection that arrives later is released.
    */

@@ -11,6 +11,7 @@ import { planFlush } from '../plan/planner.js'
 import type { SchemaFacts } from '../schema/derive.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { renderPlan } from '../sql/render-write.js'
+import type { WriteStatement } from '../sql/statement.js'
 import { serverCountsRows } from '../sql/returning.js'
 import { composeKeys, computeChanges, needingIds, type ChangeSet } from './change-set.js'
 import { keepShapes } from './kept-shapes.js'
@@ -32,6 +33,8 @@ export interface FlushResult {
   readonly upserted: Readonly<Record<string, number>>
   readonly updated: Readonly<Record<string, number>>
   readonly deleted: Readonly<Record<string, number>>
+  /** Of `inserted`, the rows per table that went by COPY (`copyRows`): large inserts on node-postgres and knex. */
+  readonly copied: Readonly<Record<string, number>>
   readonly statements: number
   readonly waves: number
   /** Round trips waited on: id allocation, then each pipeline (plus any describe wait postgres.js made; see cold-shapes.ts). */
@@ -95,12 +98,12 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
     ctx.uow.journal?.incrementsSent(entity)
   }
   clock.lap('changes')
-  const plan = planFlush(set.changes, ctx.schema, preparation, ctx.maxRows)
+  const plan = planFlush(set.changes, ctx.schema, preparation, ctx.maxRows, ctx.executor.copyRows)
   clock.lap('plan')
   let prepared = 0
   for (const p of preparation) prepared += p.roundTrips
-  if (isEmpty(set.changes)) return result(plan, [], prepared, 0, clock)
-  const waves = renderPlan(plan)
+  if (isEmpty(set.changes)) return result(plan, [], prepared, 0, clock, [])
+  const waves = renderPlan(plan, ctx.executor.copyRows)
   clock.lap('render')
   const inserted = assigned.size > 0 || set.inserted.length > 0 ? insertedPerTable(set.changes.inserts) : undefined
   // The id pool's refill, when this flush leaves it low and it is cheap for the server (pooled
@@ -146,7 +149,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   ctx.uow.map.changedAll()
   ctx.onWritten?.(set)
   clock.lap('record')
-  const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, clock)
+  const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, clock, waves)
   keepShapes(waves, [set.changes, waves, done, clock])
   return outcome.recovered ? { ...done, recovered: outcome.recovered } : done
 }
@@ -249,8 +252,9 @@ function insertedPerTable(inserts: readonly NewRows[]): Map<EntityMeta, number> 
   return out
 }
 
-function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrips: number, coldStatements: number, clock: PhaseClock): FlushResult {
+function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrips: number, coldStatements: number, clock: PhaseClock, waves: readonly (readonly WriteStatement[])[]): FlushResult {
   const inserted = tableCounts()
+  const copied = tableCounts()
   const upserted = tableCounts()
   const updated = tableCounts()
   const deleted = tableCounts()
@@ -265,6 +269,7 @@ function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrip
       const table = tableOf(op)
       const counted = serverCountsRows(op) ? rowCounts[w]?.[i] : undefined
       into[table] = (into[table] ?? 0) + (counted ?? rowCount(op))
+      if (waves[w]?.[i]?.copy !== undefined) copied[table] = (copied[table] ?? 0) + (counted ?? rowCount(op))
     }
   }
   return {
@@ -272,6 +277,7 @@ function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrip
     upserted,
     updated,
     deleted,
+    copied,
     statements,
     waves: plan.waves.length,
     roundTrips,

@@ -3,7 +3,7 @@ import type { EntityMeta, FixUp, ManyToManyMeta } from '../schema/meta.js'
 import type { Changes, LinkChange, NewRows, RowDelete, RowUpdate, RowUpsert, Text } from './changes.js'
 import { cascade, purgeOps } from './cascade.js'
 import { softCascade, softDeleted } from './soft-delete.js'
-import { chunk, DEFAULT_MAX_ROWS } from './chunk.js'
+import { chunk, copies, DEFAULT_MAX_ROWS } from './chunk.js'
 import { addTo } from './groups.js'
 import { referencedFirst } from './insert-groups.js'
 import type { DeleteOp, InsertOp, LinkInsertOp, LockOp, Op, RowSet, UpdateOp } from './ops.js'
@@ -30,6 +30,7 @@ export function planFlush(
   schema: SchemaFacts,
   preparation: readonly Preparation[] = [],
   maxRows = DEFAULT_MAX_ROWS,
+  copyRows?: number,
 ): Plan {
   const ops: Op[] = []
   const inserts = new Map<EntityMeta, NewRows>()
@@ -88,7 +89,10 @@ export function planFlush(
     ops.push(...guards)
   }
   const chunked: Op[] = []
-  for (const op of ops) for (const part of chunk(op, maxRows)) chunked.push(part)
+  for (const op of ops) {
+    if (copies(op, copyRows)) chunked.push(op)
+    else for (const part of chunk(op, maxRows)) chunked.push(part)
+  }
   const waves = chunked.length === 0 ? [] : [{ ops: chunked, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]
   return Object.freeze({ waves, preparation })
 }

@@ -17,6 +17,11 @@ export interface Statement {
    * (`em.query`), instead of arrays in select-list order.
    */
   readonly objects?: boolean
+  /**
+   * For `copy … from stdin`: the rows, in COPY's text format (render-copy.ts), which the driver
+   * sends after the command in the same pipeline.
+   */
+  readonly copy?: string
 }
 
 /** A statement of a flush, with the op it came from for results and error messages. */

@@ -4,6 +4,7 @@ import { fromNodePostgres } from '../protocol/pg-error.js'
 import { withDeadline } from '../protocol/timeout.js'
 import { BEGIN, COMMIT, OPEN, ReserveTimeout, type Connection, type Port, type QueryResult, type Sent } from '../port.js'
 import type { StatementNames } from './named-statements.js'
+import { copyQuery } from './copy-query.js'
 import { destroyConnection, guardErrors, pgQuery, pipelined, type PgClient } from './pg-client.js'
 import type { PgSource } from './pg-source.js'
 
@@ -16,8 +17,9 @@ import type { PgSource } from './pg-source.js'
  * through PgBouncer.
  */
 export class NodePostgresExecutor extends PipelineExecutor {
-  constructor(source: PgSource, options: ExecutorOptions = {}) {
-    super(new NodePostgresPort(source), options)
+  /** `copyRows`: inserts of that many rows or more go by COPY, in the flush's pipeline (copy-query.ts); unset or false: never. */
+  constructor(source: PgSource, options: ExecutorOptions = {}, copyRows?: number | false) {
+    super(new NodePostgresPort(source, copyRows === false ? undefined : copyRows), options)
   }
 }
 
@@ -28,7 +30,10 @@ export class NodePostgresPort implements Port {
   /** Named statements are kept per connection: a warm-up prepares them on every one of the pool. */
   readonly warmUp: Port['warmUp']
 
-  constructor(private readonly source: PgSource) {
+  constructor(
+    private readonly source: PgSource,
+    readonly copyRows?: number,
+  ) {
     this.warmUp = source.names.mode === false ? undefined : { connections: source.connections, prepares: true }
   }
 
@@ -54,7 +59,7 @@ export class NodePostgresPort implements Port {
   }
 
   transaction<T>(fn: (port: Port) => Promise<T>): Promise<T> {
-    return this.source.transaction((source) => fn(new NodePostgresPort(source)))
+    return this.source.transaction((source) => fn(new NodePostgresPort(source, this.copyRows)))
   }
 }
 
@@ -73,7 +78,7 @@ class PgConnection implements Connection {
 
   async send(statements: readonly Statement[]): Promise<Sent> {
     const client = this.client
-    const configs = statements.map((s) => pgQuery(s, s.returnsRows ? 'array' : undefined))
+    const configs = statements.map((s) => (s.copy === undefined ? pgQuery(s, s.returnsRows ? 'array' : undefined) : { issue: (on: PgClient) => copyQuery(on, s) }))
     // A warm-up's pipeline: whether the connection keeps names is known before its shapes go out.
     if (statements[0] === OPEN) await this.names.known(client)
     // In pipeline mode each query goes out as it is made: made in order.

@@ -49,6 +49,9 @@ interface ParsedRecord {
 }
 
 type QueryConfig = { readonly text: string; readonly values?: unknown[]; readonly rowMode?: 'array' }
+/** A query that issues itself (a COPY: copy-query.ts), never named. */
+export type SelfIssued = { readonly issue: (client: PgClient) => Promise<PgResult> }
+type Sendable = QueryConfig | SelfIssued
 
 export class StatementNames {
   constructor(readonly mode: PrepareMode = 'auto') {}
@@ -58,13 +61,14 @@ export class StatementNames {
    * them; `settled` as Promise.allSettled's, `cold` the names it parses for the first time. A new
    * client's `pg_backend_pid()` check goes with them.
    */
-  async issue(client: PgClient, configs: readonly QueryConfig[]): Promise<{ settled: PromiseSettledResult<PgResult>[]; cold: number }> {
+  async issue(client: PgClient, configs: readonly Sendable[]): Promise<{ settled: PromiseSettledResult<PgResult>[]; cold: number }> {
     const kept = keeps.get(client)
     const check = this.mode === 'auto' && kept === undefined ? this.check(client) : undefined
     const named = this.mode === true ? kept !== false : this.mode === 'auto' && kept === true
     const record = (client as { connection?: ParsedRecord }).connection
     let cold = 0
     const queries = configs.map((config) => {
+      if ('issue' in config) return config.issue(client)
       const name = named ? nameOf(config.text) : undefined
       if (name === undefined) return client.query(config)
       if (record?.parsedStatements?.[name] === undefined && record?.submittedNamedStatements?.[name] === undefined) cold++
@@ -107,8 +111,8 @@ export class StatementNames {
   }
 
   /** Sends unnamed on `client` until it is found direct again (after a `lost` retried unnamed). */
-  unnamed(client: PgClient, configs: readonly QueryConfig[]): Promise<PromiseSettledResult<PgResult>[]> {
-    return Promise.allSettled(configs.map((config) => client.query(config)))
+  unnamed(client: PgClient, configs: readonly Sendable[]): Promise<PromiseSettledResult<PgResult>[]> {
+    return Promise.allSettled(configs.map((config) => ('issue' in config ? config.issue(client) : client.query(config))))
   }
 }
 

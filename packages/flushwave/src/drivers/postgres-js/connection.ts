@@ -1,4 +1,5 @@
 import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
+import { copyIn } from './copy-in.js'
 import type { Statement } from '../../sql/statement.js'
 import { BEGIN, COMMIT, OPEN, ROLLBACK, type Answer, type Connection, type Sent } from '../port.js'
 import { newShapes, pipelineRoundTrips } from './cold-shapes.js'
@@ -59,14 +60,15 @@ export class ReservedConnection implements Connection {
   ) {}
 
   async send(statements: readonly Statement[]): Promise<Sent> {
-    const queries: PendingQuery<Row[]>[] = []
-    for (const s of statements) {
-      // The reservation's first query hands over its connection object (Reservation.tracking).
-      // Never sent again by postgres.js after the transaction ended (no-retry.ts).
+    // The reservation's first query hands over its connection object (Reservation.tracking).
+    // Never sent again by postgres.js after the transaction ended (no-retry.ts).
+    const make = (s: Statement) => {
       const query = neverRetried(run(this.reservation.sql, s, s.returnsRows === true, this.first ? undefined : this.reservation.tracking))
       this.first ??= query
-      queries.push(query)
+      return query
     }
+    if (statements.some((s) => s.copy !== undefined)) return sendWithCopies(this.reservation.sql, statements, make, this.reservation.gone)
+    const queries = statements.map(make)
     const settled = settle(queries, this.reservation.gone) // sends them, in order
     for (let i = 0; i < statements.length; i++) {
       if (statements[i] === BEGIN) this.pool.specimens.queries = [queries[i]!, queries[i + 1]!]
@@ -101,7 +103,9 @@ export class TransactionConnection implements Connection {
   constructor(private readonly sql: Sql) {}
 
   async send(statements: readonly Statement[]): Promise<Sent> {
-    const queries = statements.map((s) => run(this.sql, s, s.returnsRows === true))
+    const make = (s: Statement) => run(this.sql, s, s.returnsRows === true)
+    if (statements.some((s) => s.copy !== undefined)) return sendWithCopies(this.sql, statements, make, NEVER)
+    const queries = statements.map(make)
     return { settled: await settle(queries, NEVER), roundTrips: pipelineRoundTrips(queries), coldStatements: newShapes(queries) }
   }
 
@@ -115,6 +119,32 @@ export class TransactionConnection implements Connection {
 }
 
 const NEVER = new Promise<void>(() => undefined)
+
+/**
+ * A pipeline with COPY statements (copy-in.ts): the statements up to each COPY go out, the COPY
+ * waits for its CopyInResponse (one round trip more), its rows go, and the next statements right
+ * behind them. Answers as `settle` gives them.
+ */
+async function sendWithCopies(sql: Sql | ReservedSql, statements: readonly Statement[], make: (s: Statement) => PendingQuery<Row[]>, gone: Promise<void>): Promise<Sent> {
+  const results: (PromiseSettledResult<Answer> | undefined)[] = statements.map(() => undefined)
+  const pending: Promise<void>[] = []
+  const queries: PendingQuery<Row[]>[] = []
+  let copies = 0
+  for (let i = 0; i < statements.length; i++) {
+    const s = statements[i]!
+    const answer: Promise<Answer> =
+      s.copy === undefined
+        ? (() => {
+            const query = make(s)
+            queries.push(query)
+            return query.then((value) => ({ command: value.command, rowCount: value.count, rows: withoutLeadingHoles(value) }))
+          })()
+        : (copies++, (await copyIn(sql, s, gone)).answer)
+    pending.push(answer.then((value) => void (results[i] = { status: 'fulfilled', value }), (reason: unknown) => void (results[i] = { status: 'rejected', reason })))
+  }
+  await Promise.race([Promise.all(pending), gone.then(() => new Promise((resolve) => setImmediate(resolve)))])
+  return { settled: results, roundTrips: pipelineRoundTrips(queries) + copies, coldStatements: newShapes(queries) }
+}
 
 /**
  * Every query's answer, or, once the connection is gone, what had settled by then (undefined for

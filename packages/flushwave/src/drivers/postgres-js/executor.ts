@@ -29,8 +29,9 @@ export interface PostgresJsLike {
  * and the pipelined COMMIT with ROLLBACK.
  */
 export class PostgresJsExecutor extends PipelineExecutor {
-  constructor(sql: PostgresJsLike, options: ExecutorOptions = {}) {
-    super(new PostgresJsPort(sql as unknown as Sql), options)
+  /** `copyRows`: inserts of that many rows or more go by COPY, at one round trip more each (copy-in.ts); unset or false: never. */
+  constructor(sql: PostgresJsLike, options: ExecutorOptions = {}, copyRows?: number | false) {
+    super(new PostgresJsPort(sql as unknown as Sql, false, copyRows === false ? undefined : copyRows), options)
   }
 }
 
@@ -46,6 +47,7 @@ export class PostgresJsPort implements Port {
   constructor(
     private readonly sql: Sql,
     readonly inTransaction = false,
+    readonly copyRows?: number,
   ) {
     this.options = (sql as unknown as { options?: PostgresJsPort['options'] }).options ?? {}
     this.maxPipeline = Math.max(4, this.options.max_pipeline ?? 100)
@@ -81,7 +83,7 @@ export class PostgresJsPort implements Port {
   }
 
   transaction<T>(fn: (port: Port) => Promise<T>): Promise<T> {
-    return this.sql.begin((tx) => fn(new PostgresJsPort(tx as unknown as Sql, true))) as Promise<T>
+    return this.sql.begin((tx) => fn(new PostgresJsPort(tx as unknown as Sql, true, this.copyRows))) as Promise<T>
   }
 
   /** A one-connection client with the pool's settings; closing it destroys the connection. */
@@ -110,5 +112,6 @@ export class PostgresJsPort implements Port {
     released: () => {
       if (this.options.shared?.retries) this.options.shared.retries = 0
     },
+
   }
 }

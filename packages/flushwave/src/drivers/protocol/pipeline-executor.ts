@@ -36,6 +36,10 @@ export class PipelineExecutor implements Executor {
     this.context = { port, capture: new Capture(options.ledger, timeoutMs), timeoutMs, onQuery: options.onQuery }
   }
 
+  get copyRows(): number | undefined {
+    return this.port.copyRows
+  }
+
   async read(statement: Statement): Promise<unknown[][]> {
     this.emit('read', statement)
     const result = await read(() => this.port.query(statement), { retry: !this.port.inTransaction, timeoutMs: this.context.timeoutMs })

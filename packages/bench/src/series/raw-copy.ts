@@ -1,0 +1,3 @@
+import { rawCopySeries } from './raw.js'
+
+export const series = rawCopySeries

@@ -1,0 +1,117 @@
+import { createTestSchema, type TestSchema } from 'devdb'
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { createTablesSql, ForeignKeyViolationError, UniqueViolationError, type QueryEvent } from '../../src/index.js'
+import { bookstoreUuid } from '../support/bookstore-uuid.js'
+import { EXECUTORS, openExecutor, type OpenedExecutor } from '../support/executors.js'
+
+/**
+ * Large inserts by COPY (`copyRows`): in the flush's one pipeline on node-postgres and knex (one
+ * round trip, counted), one round trip more on postgres.js (which waits for CopyInResponse); only
+ * from the threshold up, all or nothing with the other tables, a constraint broken inside the rows
+ * a typed error naming the table, inside `em.transaction()` too.
+ * Ids are made by the client (uuid): no id allocation adds a round trip. Every column type through
+ * COPY: types-round-trip.test.ts; a connection cut in the middle of COPY data: faults.test.ts.
+ */
+const schema = bookstoreUuid
+
+describe.each(EXECUTORS)('COPY on %s', (name) => {
+  let ns: TestSchema
+  let direct: postgres.Sql
+  let opened: OpenedExecutor<typeof schema.defs>
+  const sent: QueryEvent[] = []
+  beforeAll(async () => {
+    ns = await createTestSchema(inject('databaseUrl'), `copy_${name.replace(/[^a-z]/g, '')}`)
+    direct = postgres(inject('databaseUrl'), { max: 1, onnotice: () => {}, connection: { search_path: `"${ns.name}"` } })
+    for (const statement of createTablesSql(schema)) await direct.unsafe(statement)
+    opened = openExecutor(name, inject('databaseUrl'), schema, { max: 2, searchPath: ns.name, orm: { copyRows: 50, onQuery: (e) => sent.push(e) } })
+  })
+  afterAll(async () => {
+    await opened?.close()
+    await direct?.end()
+    await ns?.drop()
+  })
+
+  /** An author with `books` books, each with two reviews. */
+  function graph(tag: string, books: number) {
+    const em = opened.orm.em()
+    const author = em.create('Author', { name: tag })
+    for (let b = 0; b < books; b++) {
+      const book = em.create('Book', { title: `${tag} ${b}`, author })
+      for (const stars of [4, 5]) em.create('Review', { stars, body: `${tag}\t"${b}"\\\n${stars}`, book })
+    }
+    return em
+  }
+
+  it('sends inserts of copyRows rows or more as COPY in the one pipeline, the others as before', async () => {
+    sent.length = 0
+    const result = await graph('big', 40).flush()
+    expect(result.inserted).toEqual({ author: 1, book: 40, review: 80 })
+    expect(result.copied).toEqual({ review: 80 })
+    expect(result.roundTrips).toBe(name === 'postgres.js' ? 2 : 1)
+    const writes = sent.filter((e) => e.phase === 'write').map((e) => e.text.split(' (')[0])
+    expect(writes).toEqual(expect.arrayContaining(['copy "review"', 'insert into "author"', 'insert into "book"']))
+    const [row] = await direct`select count(*)::int as n, count(distinct body)::int as bodies from review r join book b on b.id = r.book_id where b.title like 'big %'`
+    expect(row).toEqual({ n: 80, bodies: 80 })
+    const [one] = await direct`select r.body from review r join book b on b.id = r.book_id where b.title = 'big 7' and r.stars = 5`
+    expect(one!.body).toBe('big\t"7"\\\n5')
+  })
+
+  it('rolls the whole flush back when a row inside the COPY breaks a constraint, typed and naming the table', async () => {
+    const em = graph('dup', 30)
+    // 60 tags, two with the same name: the unique key fails inside the COPY of tag.
+    const tags = Array.from({ length: 60 }, (_, i) => em.create('Tag', { name: i === 59 ? 'dup-tag-0' : `dup-tag-${i}` }))
+    expect(tags).toHaveLength(60)
+    const error = await em.flush().catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(UniqueViolationError)
+    expect((error as UniqueViolationError).table).toBe('tag')
+    expect((error as UniqueViolationError).constraint).toBe('tag_name_key')
+    const [row] = await direct`select (select count(*)::int from author where name = 'dup') as authors, (select count(*)::int from tag where name like 'dup-tag-%') as tags`
+    expect(row).toEqual({ authors: 0, tags: 0 })
+    // The same EntityManager, the duplicate renamed: everything goes in.
+    tags[59]!.name = 'dup-tag-59'
+    expect((await em.flush()).copied).toEqual({ review: 60, tag: 60 })
+  })
+
+  it('inside em.transaction(), a COPY is part of the transaction: rolled back with it', async () => {
+    const orm = opened.orm
+    const failed = await orm
+      .em()
+      .transaction(async (em) => {
+        const author = em.create('Author', { name: 'tx-copy' })
+        for (let b = 0; b < 60; b++) em.create('Book', { title: `tx-copy ${b}`, author })
+        expect((await em.flush()).copied).toEqual({ book: 60 })
+        // A book of an author that is not there: the next flush fails, and the transaction with it.
+        em.create('Book', { title: 'orphan', author: em.ref('Author', '0190a6f0-0000-7000-8000-000000000000') })
+        await em.flush()
+      })
+      .catch((e: unknown) => e)
+    expect(failed).toBeInstanceOf(ForeignKeyViolationError)
+    const [row] = await direct`select count(*)::int as n from book where title like 'tx-copy %'`
+    expect(row!.n).toBe(0)
+  })
+
+  it('below copyRows, without it and with copyRows: false, inserts go through unnest', async () => {
+    expect((await graph('small', 10).flush()).copied).toEqual({})
+    const unset = openExecutor(name, inject('databaseUrl'), schema, { max: 1, searchPath: ns.name })
+    try {
+      const em = unset.orm.em()
+      const author = em.create('Author', { name: 'unset' })
+      for (let b = 0; b < 200; b++) em.create('Book', { title: `unset ${b}`, author })
+      expect((await em.flush()).copied).toEqual({})
+    } finally {
+      await unset.close()
+    }
+    const never = openExecutor(name, inject('databaseUrl'), schema, { max: 1, searchPath: ns.name, orm: { copyRows: false } })
+    try {
+      const em = never.orm.em()
+      const author = em.create('Author', { name: 'never' })
+      for (let b = 0; b < 200; b++) em.create('Book', { title: `never ${b}`, author })
+      const result = await em.flush()
+      expect(result).toMatchObject({ inserted: { author: 1, book: 200 }, copied: {} })
+      expect(result.roundTrips).toBe(1)
+    } finally {
+      await never.close()
+    }
+  })
+})
