@@ -130,7 +130,12 @@ async function sendWithCopies(sql: Sql | ReservedSql, statements: readonly State
   const pending: Promise<void>[] = []
   const queries: PendingQuery<Row[]>[] = []
   let copies = 0
+  // A query sent on a connection that has closed crashes postgres.js (a write from a timer on its
+  // gone socket): once it is gone, the rest stay unanswered (undefined), as `settle` leaves them.
+  let closed = false
+  void gone.then(() => (closed = true))
   for (let i = 0; i < statements.length; i++) {
+    if (closed) break
     const s = statements[i]!
     const answer: Promise<Answer> =
       s.copy === undefined

@@ -75,6 +75,7 @@ export async function copyIn(sql: Sql | ReservedSql, statement: Statement, gone:
   const rows = statement.copy ?? ''
   for (let at = 0; at < rows.length; at += CHUNK) stream.write(rows.slice(at, at + CHUNK))
   stream.end()
-  await ended
+  // A connection cut or closed before then may leave the stream waiting for its socket for ever.
+  await Promise.race([ended, gone])
   return { answer }
 }
