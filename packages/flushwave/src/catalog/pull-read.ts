@@ -1,5 +1,5 @@
 import { arrayLiteral } from '../sql/array-literal.js'
-import { bool, checkCondition, textArray } from './rows.js'
+import { bool, checkCondition, ON_DELETE, textArray } from './rows.js'
 
 /**
  * What `flushwave pull` reads from a database's catalog: the tables of one PostgreSQL schema or
@@ -214,6 +214,3 @@ export async function readCatalog(query: CatalogQuery, schemas: string | readonl
     checks: t.checks,
   }))
 }
-
-
-const ON_DELETE: Record<string, CatalogForeignKey['onDelete']> = { c: 'cascade', n: 'set null', r: 'restrict' }

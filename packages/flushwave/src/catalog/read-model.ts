@@ -1,5 +1,5 @@
 import { quoteIdent } from '../schema/quote.js'
-import { bool, checkCondition, textArray } from './rows.js'
+import { bool, checkCondition, ON_DELETE, textArray } from './rows.js'
 import { arrayLiteral } from '../sql/array-literal.js'
 import type { Statement } from '../sql/statement.js'
 import type { ColumnModel, DbModel, ForeignKeyModel, IndexModel, TableModel } from './model.js'
@@ -63,8 +63,6 @@ order by 1, 2`
 
 const OTHERS = `select array(select extname::text from pg_extension order by 1), array(select nspname::text from pg_namespace where nspname = any($1::text[]) order by 1)`
 
-const DELETE_ACTIONS: Readonly<Record<string, string>> = { c: 'cascade', n: 'set null', r: 'restrict' }
-
 /**
  * Reads the namespaces given; `text` rewrites every type and expression as it is read (a shadow
  * namespace's name into the one it stands for). Tables come in namespace then name order.
@@ -104,7 +102,7 @@ export async function readModel(read: Read, namespaces: Namespaces, text: (print
     else if (kind === 'u') t.uniques.push({ name: String(name), columns: cols })
     else if (kind === 'c') t.checks.push({ name: String(name), sql: text(checkCondition(String(definition))) })
     else {
-      const action = DELETE_ACTIONS[String(onDelete)]
+      const action = ON_DELETE[String(onDelete)]
       t.foreignKeys.push({
         name: String(name),
         // A key over several columns is told apart from one over the first by its column list.

@@ -11,6 +11,9 @@ export function textArray(v: unknown): string[] {
   return parseArrayLiteral(String(v)).map((x) => x ?? '')
 }
 
+/** ON DELETE actions by pg_constraint.confdeltype; NO ACTION ('a') has none. */
+export const ON_DELETE: Readonly<Record<string, 'cascade' | 'set null' | 'restrict'>> = { c: 'cascade', n: 'set null', r: 'restrict' }
+
 /** `CHECK ((pages >= 0))` → `(pages >= 0)`: the condition pg_get_constraintdef wraps. */
 export function checkCondition(definition: string): string {
   const match = /^CHECK \((.*)\)( NOT VALID)?$/s.exec(definition)

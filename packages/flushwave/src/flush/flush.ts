@@ -33,7 +33,7 @@ export interface FlushResult {
   readonly upserted: Readonly<Record<string, number>>
   readonly updated: Readonly<Record<string, number>>
   readonly deleted: Readonly<Record<string, number>>
-  /** Of `inserted`, the rows per table that went by COPY (`copyRows`): large inserts on node-postgres and knex. */
+  /** Of `inserted`, the rows per table that went by COPY (`copyRows`). */
   readonly copied: Readonly<Record<string, number>>
   readonly statements: number
   readonly waves: number

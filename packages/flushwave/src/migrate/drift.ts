@@ -61,7 +61,7 @@ export async function drift(executor: Executor, expected: DbModel, next: DbModel
   const printed = await quoteAll(executor, [current, ...spaces])
 
   const live = await readPrinted(executor, new Map<string, string | undefined>([[current, undefined], ...spaces.map((s) => [s, s] as const)]))
-  const shadow = await readShadow(executor, expected, current, spaces, printed, String(path))
+  const shadow = await readShadow(executor, expected, spaces, printed, String(path))
   const scope = (list: readonly { readonly name: string }[], more: readonly { readonly name: string }[]) => new Set([...list, ...more].map((x) => x.name))
   const tables = scope(expected.tables, next.tables)
   const enums = scope(expected.enums, next.enums)
@@ -84,10 +84,10 @@ async function quoteAll(executor: Executor, names: readonly string[]): Promise<s
 }
 
 /** The model of `namespaces`, with every type printed with its namespace (search_path is pg_catalog alone for the read). */
-async function readPrinted(executor: Executor, namespaces: Namespaces, text?: (printed: string) => string): Promise<DbModel> {
+async function readPrinted(executor: Executor, namespaces: Namespaces): Promise<DbModel> {
   return executor.transaction(async (tx) => {
     await tx.read({ text: "select set_config('search_path', 'pg_catalog', true)", params: [] })
-    return readModel((statement) => tx.read(statement), namespaces, text)
+    return readModel((statement) => tx.read(statement), namespaces)
   })
 }
 
@@ -99,7 +99,7 @@ class RolledBack {
  * `expected` built in new namespaces (one for the default one, one for each PostgreSQL schema) and
  * read back, in a transaction rolled back after: what the server prints for it.
  */
-async function readShadow(executor: Executor, expected: DbModel, current: string, spaces: readonly string[], printed: readonly string[], path: string): Promise<DbModel> {
+async function readShadow(executor: Executor, expected: DbModel, spaces: readonly string[], printed: readonly string[], path: string): Promise<DbModel> {
   const tag = `flushwave_shadow_${randomBytes(4).toString('hex')}`
   const shadows = [tag, ...spaces.map((_, i) => `${tag}_${i + 1}`)]
   // The model's texts name a schema's objects `"billing"."invoice"`: in the shadow, its shadow's.

@@ -2,9 +2,10 @@ import type { InsertOp } from '../plan/ops.js'
 import type { WriteStatement } from './statement.js'
 
 /**
- * A large insert as `COPY … FROM STDIN`: the server reads rows in COPY's text format for about half
- * of what it spends taking them apart from unnest's arrays (../shared/design/pipelining.md, "Bulk").
- * On node-postgres the rows follow the command (extended protocol) without waiting for the
+ * A large insert as `COPY … FROM STDIN` (`copyRows`), every value as its column type's text. Hand
+ * written, COPY cost the server about half of unnest's arrays at 100,000 rows
+ * (../shared/design/pipelining.md, "Bulk"); through Flushwave the text format has not been faster
+ * yet (docs/design-notes.md, "COPY in the pipeline, off by default"). On node-postgres the rows follow the command (extended protocol) without waiting for the
  * server's CopyInResponse, inside the flush's pipeline: no round trip of their own; on any error the
  * server discards them up to the command's Sync, so the transaction fails like any statement's
  * (tested on the wire: a missing table, a duplicate key, malformed or null data, a transaction
@@ -38,9 +39,8 @@ export function renderCopy(op: InsertOp): WriteStatement {
 /** Types whose text has no backslash, tab, newline or carriage return: written as they are. */
 const PLAIN_TYPES = new Set(['int2', 'int4', 'int8', 'numeric', 'float4', 'float8', 'bool', 'uuid', 'date', 'time', 'timestamp', 'timestamptz', 'interval'])
 
-/** A value as COPY's text format has it: `\N` for NULL; backslash, newline, carriage return and tab escaped. */
-export function copyText(value: string | null): string {
-  if (value === null) return '\\N'
+/** A value's text as COPY's text format has it: backslash, newline, carriage return and tab escaped. */
+function copyText(value: string): string {
   return /[\\\n\r\t]/.test(value) ? value.replace(/[\\\n\r\t]/g, escape) : value
 }
 

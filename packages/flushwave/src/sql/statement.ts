@@ -19,7 +19,7 @@ export interface Statement {
   readonly objects?: boolean
   /**
    * For `copy … from stdin`: the rows, in COPY's text format (render-copy.ts), which the driver
-   * sends after the command in the same pipeline.
+   * sends after the command.
    */
   readonly copy?: string
 }

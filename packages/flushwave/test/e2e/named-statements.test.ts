@@ -52,6 +52,14 @@ describe.each(EXECUTORS)('prepared statements on %s', (name: ExecutorName) => {
       tags.push(tag)
       return write(orm, tag)
     }
+    /** The same unit of work, retried as an application would (up to 10 runs, rolled back each time). */
+    const retried = async (tag: string) => {
+      tags.push(tag)
+      await orm.unitOfWork(async (em) => {
+        const author = em.create('Author', { name: tag })
+        for (const title of ['a', 'b']) em.create('Book', { title: `${tag}-${title}`, author })
+      }, { attempts: 10 })
+    }
     try {
       await flush(`${app}-1`)
       expect(await flush(`${app}-2`)).toMatchObject({ roundTrips: 1, coldStatements: 0 })
@@ -68,29 +76,13 @@ describe.each(EXECUTORS)('prepared statements on %s', (name: ExecutorName) => {
       // A new connection: its server process terminated, the pool opens another.
       await admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${app}`
       // The pool may hand the dead connection to the first flush: an application retries it (rolled back).
-      await orm.unitOfWork(
-        async (em) => {
-          const author = em.create('Author', { name: `${app}-5` })
-          em.create('Book', { title: `${app}-5-a`, author })
-          em.create('Book', { title: `${app}-5-b`, author })
-        },
-        { attempts: 10 },
-      )
-      tags.push(`${app}-5`)
+      await retried(`${app}-5`)
       expect(await flush(`${app}-6`)).toMatchObject({ roundTrips: 1 })
 
       // A restarted server: every connection new, nothing prepared anywhere.
       await db.shutdown()
       await db.restart()
-      await orm.unitOfWork(
-        async (em) => {
-          const author = em.create('Author', { name: `${app}-7` })
-          em.create('Book', { title: `${app}-7-a`, author })
-          em.create('Book', { title: `${app}-7-b`, author })
-        },
-        { attempts: 10 },
-      )
-      tags.push(`${app}-7`)
+      await retried(`${app}-7`)
       expect(await flush(`${app}-8`)).toMatchObject({ roundTrips: 1 })
 
       const rows = await admin`select a.name, count(b.id)::int as books from author a left join book b on b.author_id = a.id where a.name = any(${tags}) group by a.name order by a.name`

@@ -68,8 +68,8 @@ export class StatementNames {
     const record = (client as { connection?: ParsedRecord }).connection
     let cold = 0
     const queries = configs.map((config) => {
-      if ('issue' in config) return config.issue(client)
-      const name = named ? nameOf(config.text) : undefined
+      if ('issue' in config || !named) return send(client, config)
+      const name = nameOf(config.text)
       if (name === undefined) return client.query(config)
       if (record?.parsedStatements?.[name] === undefined && record?.submittedNamedStatements?.[name] === undefined) cold++
       return client.query({ ...config, name })
@@ -110,11 +110,13 @@ export class StatementNames {
     return true
   }
 
-  /** Sends unnamed on `client` until it is found direct again (after a `lost` retried unnamed). */
+  /** Issues each config unnamed (the statements of a pipeline that met a lost name, again). */
   unnamed(client: PgClient, configs: readonly Sendable[]): Promise<PromiseSettledResult<PgResult>[]> {
-    return Promise.allSettled(configs.map((config) => ('issue' in config ? config.issue(client) : client.query(config))))
+    return Promise.allSettled(configs.map((config) => send(client, config)))
   }
 }
+
+const send = (client: PgClient, config: Sendable): Promise<PgResult> => ('issue' in config ? config.issue(client) : client.query(config))
 
 /** 26000: prepared statement does not exist; 42P05: it exists already. */
 export const lostName = (error: unknown): boolean => {

@@ -112,6 +112,5 @@ export class PostgresJsPort implements Port {
     released: () => {
       if (this.options.shared?.retries) this.options.shared.retries = 0
     },
-
   }
 }
