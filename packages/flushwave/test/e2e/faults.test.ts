@@ -187,6 +187,16 @@ const faults: Fault[] = [
     bodyBytes: 2_000,
     expect: ['rolled-back'],
   })),
+  // The six review bodies make 120 KB; what precedes them in the pipeline is under 4 KB. So the cut
+  // falls in the middle of the reviews' rows: their COPY data on the runs that copy, their insert's
+  // bound arrays on the others.
+  {
+    name: 'limit_data upstream: the connection closes in the middle of 120 KB of review rows (COPY data when copying)',
+    apply: toxic({ type: 'limit_data', stream: 'upstream', attributes: { bytes: 60_000 } }),
+    healAfterMs: HEAL,
+    bodyBytes: 20_000,
+    expect: ['rolled-back'],
+  },
   {
     name: 'reset_peer downstream: the answers are lost from the first byte',
     apply: toxic({ type: 'reset_peer', stream: 'downstream', attributes: { timeout: 0 } }),
