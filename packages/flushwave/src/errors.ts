@@ -167,6 +167,23 @@ export class LockTimeoutError extends FlushError {
   readonly retryable = true
 }
 
+/**
+ * 42501: the role has no privilege for the statement, or a row written breaks a row-level security
+ * policy (`new row violates row-level security policy`): a write across tenants, say.
+ */
+export class PermissionError extends FlushError {
+  override name = 'PermissionError'
+}
+
+/**
+ * 25006: a write in a read-only transaction (`em.transaction(fn, { readOnly: true })`). A flush
+ * there with changes is refused before anything is sent; the server's own refusal (a raw write
+ * through `em.query`) gets the same class.
+ */
+export class ReadOnlyTransactionError extends FlushError {
+  override name = 'ReadOnlyTransactionError'
+}
+
 /** 57014: the statement ran past `statement_timeout` (or was cancelled). */
 export class StatementTimeoutError extends FlushError {
   override name = 'StatementTimeoutError'

@@ -11,6 +11,7 @@ import { readMigrations } from './migrate/files.js'
 import { migrateUp, type MigrateOptions } from './migrate/runner.js'
 import { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js/executor.js'
 import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
+import { checkSession, type SessionOptions } from './sql/render-session.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
 import { EntityManager, type Hooks } from './entity-manager/entity-manager.js'
 import type { ReadSettings } from './entity-manager/entity-reads.js'
@@ -180,15 +181,31 @@ export class Flushwave<D extends SchemaDefs> {
    * that lost a race (stale version, deadlock, serialization failure, lock timeout, or a connection
    * lost before COMMIT) runs again from the start on a fresh EntityManager, up to n times in all.
    */
-  unitOfWork<T>(work: (em: EntityManager<D>) => Promise<T>, policy?: RetryPolicy): Promise<UnitOfWorkResult<T>> {
-    return runUnitOfWork(() => this.em(), work, policy)
+  unitOfWork<T>(work: (em: EntityManager<D>) => Promise<T>, options: UnitOfWorkOptions = {}): Promise<UnitOfWorkResult<T>> {
+    const { settings, role, statementTimeoutMs, ...policy } = options
+    const session = { settings, role, statementTimeoutMs }
+    this.em(session) // checks the session once, before the first attempt
+    return runUnitOfWork(() => this.em(session), work, policy)
   }
 
-  /** A new EntityManager: one per request or job. */
-  em(): EntityManager<D> {
-    return new EntityManager(this.schema, this.executor, this.ids, this.hooks, this.maxRowsPerStatement, this.reads)
+  /**
+   * A new EntityManager: one per request or job. With `session`, every transaction it opens (each
+   * flush's, `em.transaction()`'s, and the one its reads outside a transaction then run in) applies
+   * its settings, role and statement timeout right after BEGIN, in the same pipeline.
+   */
+  em(session: SessionOptions = {}): EntityManager<D> {
+    checkSession(session, 'orm.em()')
+    let executor = this.executor
+    if (Object.keys(session.settings ?? {}).length > 0 || session.role !== undefined || session.statementTimeoutMs !== undefined) {
+      if (executor.withSession === undefined) throw new FlushwaveError('orm.em(): this executor takes no settings (its withSession() is missing)')
+      executor = executor.withSession(session)
+    }
+    return new EntityManager(this.schema, executor, this.ids, this.hooks, this.maxRowsPerStatement, this.reads)
   }
 }
+
+/** `orm.unitOfWork()`'s options: how to retry, and the session every attempt's EntityManager applies. */
+export interface UnitOfWorkOptions extends RetryPolicy, SessionOptions {}
 
 export function flushwave<D extends SchemaDefs>(options: FlushwaveOptions<D>): Flushwave<D> {
   return new Flushwave(options)

@@ -1,4 +1,5 @@
-export { flushwave, Flushwave, type FlushwaveOptions } from './flushwave.js'
+export { flushwave, Flushwave, type FlushwaveOptions, type UnitOfWorkOptions } from './flushwave.js'
+export type { IsolationLevel, SessionOptions, TransactionOptions } from './sql/render-session.js'
 export { t, type Column, type Generated, type Id, type IdStrategy, type ManyToMany, type ManyToOne, type OnDelete, type OneToMany, type Timestamp } from './schema/builders.js'
 export { defineSchema, entity, Schema, type EntityDef, type EntityOptions, type IndexDef, type SchemaDefs } from './schema/define.js'
 export { createTablesSql, dropTablesSql } from './catalog/ddl.js'

@@ -1,5 +1,6 @@
 import type { Op } from '../plan/ops.js'
 import type { IdBlocks, IdRequest } from '../sql/render-ids.js'
+import type { SessionOptions, TransactionOptions } from '../sql/render-session.js'
 
 export type { IdBlocks }
 import type { Statement, WriteStatement } from '../sql/statement.js'
@@ -29,8 +30,15 @@ export interface Executor {
   /**
    * Runs `fn` with an executor bound to one database transaction, committed when `fn` resolves and
    * rolled back when it throws. That executor's `write` sends no BEGIN or COMMIT of its own.
+   * `options` (isolation, read only, settings) are only passed to an executor with `withSession`.
    */
-  transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T>
+  transaction<T>(fn: (executor: Executor) => Promise<T>, options?: TransactionOptions): Promise<T>
+  /**
+   * The same executor with `session`'s settings applied in every transaction it opens: its flushes'
+   * (right after BEGIN, in the same pipeline), `transaction()`'s, and the one its reads then run in.
+   * Without it, the executor takes no settings and no transaction options: asking is an error.
+   */
+  withSession?(session: SessionOptions): Executor
   /**
    * Runs each statement once on every connection of the pool, so that none of them is cold later.
    * An executor that can also fetch `ids` in the same wave answers them in `ids`; otherwise the

@@ -1,3 +1,4 @@
+import type { Opening } from '../sql/render-session.js'
 import type { Statement } from '../sql/statement.js'
 
 /**
@@ -27,8 +28,13 @@ export interface Port {
    * Aborting `signal` cancels the query where the driver can. Errors are the driver's own.
    */
   query(statement: Statement, signal?: AbortSignal): Promise<QueryResult>
-  /** Runs `fn` in one transaction on one connection, with a port bound to it (`inTransaction`). */
-  transaction<T>(fn: (port: Port) => Promise<T>): Promise<T>
+  /**
+   * Runs `fn` in one transaction on one connection, with a port bound to it (`inTransaction`). With
+   * `opening`, BEGIN carries its modes and its settings statement goes right behind BEGIN, before
+   * anything of `fn`'s and without a round trip of its own; a failure of it fails the transaction
+   * with the server's error.
+   */
+  transaction<T>(fn: (port: Port) => Promise<T>, opening?: Opening): Promise<T>
   /** A connection of its own, outside any pool, to ask about a flush whose connection failed. */
   readonly openProbe: OpenProbe
   /** The driver's server error in postgres.js's field names (node-postgres names two differently). */

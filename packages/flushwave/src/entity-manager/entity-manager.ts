@@ -1,5 +1,6 @@
 import type { Executor } from '../drivers/executor.js'
-import { EntityStateError, FlushError, InvalidValueError } from '../errors.js'
+import { EntityStateError, FlushError, FlushwaveError, InvalidValueError } from '../errors.js'
+import { checkSession, type TransactionOptions } from '../sql/render-session.js'
 import type { Schema, SchemaDefs } from '../schema/define.js'
 import type { AssignInput, CounterDelta, CounterName, CreateInput, Entity, EntityName } from '../schema/infer.js'
 import { STATE, type HasState } from '../entities/entity-state.js'
@@ -52,6 +53,8 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
   private assigning = false
   /** afterCommit calls of flushes inside `transaction()`, made once it commits. */
   private deferred: (() => Promise<void>)[] | undefined
+  /** Inside a read-only `transaction()`: flushes that would write are refused. */
+  private readOnly = false
 
   /** @internal use `Flushwave.em()` */
   constructor(
@@ -74,18 +77,22 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
    * Changes made in place to a Date or JSON value (`date.setTime()`, `doc.n = 1`) are not seen when
    * made, so they are not undone: they stay pending, as they would outside a transaction.
    */
-  async transaction<T>(fn: (em: this) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (em: this) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     if (this.uow.journal) throw new EntityStateError('transactions do not nest: already inside em.transaction()')
+    checkSession(options, 'em.transaction()')
     const outer = this.executor
+    const withOptions = Object.values(options).some((v) => v !== undefined)
+    if (withOptions && outer.withSession === undefined) throw new FlushwaveError('em.transaction(): this executor takes no transaction options (its withSession() is missing)')
     const journal = new TransactionJournal()
     const deferred: (() => Promise<void>)[] = []
     let value: T
     let fnFailed = false
     try {
-      value = await outer.transaction(async (executor) => {
+      const inside = async (executor: Executor) => {
         this.executor = executor
         this.uow.journal = journal
         this.deferred = deferred
+        this.readOnly = options.readOnly === true
         try {
           return await fn(this)
         } catch (error) {
@@ -95,8 +102,10 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
           this.executor = outer
           this.uow.journal = undefined
           this.deferred = undefined
+          this.readOnly = false
         }
-      })
+      }
+      value = await (withOptions ? outer.transaction(inside, options) : outer.transaction(inside))
     } catch (error) {
       // Ids that flushes inside took are free again once the rollback is certain: the callback threw
       // (COMMIT was never sent) or the server refused COMMIT. A connection lost at COMMIT may have committed.
@@ -241,6 +250,7 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
           inTransaction: this.uow.journal !== undefined,
           maxRows: this.maxRowsPerStatement,
           onWritten: (set) => (written = set),
+          readOnly: this.readOnly,
         },
         checks,
       )

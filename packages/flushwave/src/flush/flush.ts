@@ -2,7 +2,7 @@ import type { Executor, Recovery } from '../drivers/executor.js'
 import { forgetCounters, restoreIncrements } from '../entities/counters.js'
 import { STATE, type EntityState, type HasState } from '../entities/entity-state.js'
 import type { UnitOfWork } from '../entities/unit-of-work.js'
-import { ConnectionLostError, FlushError } from '../errors.js'
+import { ConnectionLostError, FlushError, ReadOnlyTransactionError } from '../errors.js'
 import { fetchOn, type IdPool } from '../ids/id-pool.js'
 import { isEmpty, type NewRows } from '../plan/changes.js'
 import { rowCount, tableOf, type Op } from '../plan/ops.js'
@@ -66,6 +66,8 @@ export interface FlushContext {
   readonly maxRows?: number
   /** Told, after the bookkeeping, which entities the committed (or journaled) flush wrote. */
   readonly onWritten?: (set: ChangeSet) => void
+  /** Inside a read-only `em.transaction()`: a flush that would write is refused before anything is sent. */
+  readonly readOnly?: boolean
 }
 
 /**
@@ -75,6 +77,7 @@ export interface FlushContext {
  */
 export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushResult> {
   const clock = new PhaseClock(checksMs)
+  if (ctx.readOnly) refuseWrites(ctx)
   const { assigned, preparation } = await assignIds(ctx)
   clock.lap('ids')
   let set: ChangeSet
@@ -286,4 +289,26 @@ function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrip
     phases: clock.phases,
     plan,
   }
+}
+
+/**
+ * In a read-only transaction, a flush with anything to write fails here, typed, before ids are taken
+ * (nextval is a write too) or anything is sent. Entities touched without a change pass.
+ */
+function refuseWrites(ctx: FlushContext): void {
+  let first = ctx.candidates.find((e) => e[STATE].status === 'new' || e[STATE].status === 'removed')
+  if (first === undefined) {
+    const set = computeChanges(ctx.uow.map, ctx.candidates, new Map())
+    if (isEmpty(set.changes)) return
+    first = set.written.keys().next().value
+  }
+  const state = first?.[STATE]
+  const what = state === undefined ? 'a collection changed' : `${state.meta.name}${state.id === undefined ? '' : ` ${String(state.id)}`} is ${state.status === 'new' || state.status === 'removed' ? state.status : 'changed'}`
+  throw new ReadOnlyTransactionError(`flush refused: the transaction is read only (em.transaction(fn, { readOnly: true })), and ${what}; nothing was sent`, {
+    code: '25006',
+    table: state?.meta.table ?? 'unknown',
+    entity: state?.meta.name,
+    constraint: undefined,
+    detail: undefined,
+  })
 }

@@ -1,3 +1,4 @@
+import type { Opening } from '../../sql/render-session.js'
 import type { Statement } from '../../sql/statement.js'
 import { PipelineExecutor, type ExecutorOptions } from '../protocol/pipeline-executor.js'
 import { fromNodePostgres } from '../protocol/pg-error.js'
@@ -58,8 +59,8 @@ export class NodePostgresPort implements Port {
     return { rows: (await this.source.query(pgQuery(statement, statement.objects ? undefined : 'array'))).rows as unknown[][], roundTrips: 1 }
   }
 
-  transaction<T>(fn: (port: Port) => Promise<T>): Promise<T> {
-    return this.source.transaction((source) => fn(new NodePostgresPort(source, this.copyRows)))
+  transaction<T>(fn: (port: Port) => Promise<T>, opening?: Opening): Promise<T> {
+    return this.source.transaction((source) => fn(new NodePostgresPort(source, this.copyRows)), opening)
   }
 }
 

@@ -1,6 +1,8 @@
-import { whenIdle, type PgClient, type PgStandaloneClient } from './pg-client.js'
+import { FlushwaveError } from '../../errors.js'
+import { pgQuery, whenIdle, type PgClient, type PgStandaloneClient } from './pg-client.js'
+import { SettingsRefused } from '../protocol/opening.js'
 import { batchedReads } from './pg-read-batch.js'
-import { probeWith, type PgSource } from './pg-source.js'
+import { clientSource, ownTransaction, probeWith, type PgSource } from './pg-source.js'
 import { StatementNames } from './named-statements.js'
 
 /**
@@ -27,7 +29,7 @@ export function knexSource(knex: KnexLike, names: StatementNames = new Statement
   const client = knex.client as KnexClient
   const acquire = async () => (await client.acquireConnection()) as PgClient
   const release = (connection: PgClient) => void client.releaseConnection(connection)
-  return {
+  const source: PgSource = {
     inTransaction: knex.isTransaction === true,
     // In a transaction every read is on its connection: reads made together wait for whatever the
     // transaction has in flight there (a flush), then go out as one batch.
@@ -51,6 +53,18 @@ export function knexSource(knex: KnexLike, names: StatementNames = new Statement
       // The raw client's connection, so that destroyConnection can cut this probe's socket too.
       return Object.assign(probe, { connection: (raw as { connection?: unknown }).connection })
     }, false),
-    transaction: async (fn) => (await knex.transaction((trx) => fn(knexSource(trx, names)))) as Awaited<ReturnType<typeof fn>>,
+    // On the instance, a transaction of Flushwave's own on a connection of knex's pool (BEGIN and the
+    // opening's settings in one pipeline); inside the application's knex transaction, a savepoint
+    // of knex's, where transaction modes can no longer be chosen.
+    transaction: async (fn, opening) => {
+      if (knex.isTransaction !== true) return ownTransaction(acquire, (connection) => release(connection), (connection) => fn(clientSource(connection, source.openProbe, names)), opening)
+      if (opening?.modes) throw new FlushwaveError(`em.transaction() inside a knex transaction is a savepoint: its modes (${opening.modes}) are the outer transaction's`)
+      return (await knex.transaction(async (trx) => {
+        const nested = knexSource(trx, names)
+        if (opening?.settings) await nested.query(pgQuery(opening.settings)).catch((error: unknown) => Promise.reject(new SettingsRefused(error)))
+        return fn(nested)
+      })) as Awaited<ReturnType<typeof fn>>
+    },
   }
+  return source
 }

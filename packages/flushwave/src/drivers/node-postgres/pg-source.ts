@@ -1,5 +1,7 @@
+import type { Opening } from '../../sql/render-session.js'
 import type { OpenProbe } from '../port.js'
-import { destroyConnection, guardErrors, whenIdle } from './pg-client.js'
+import { SettingsRefused } from '../protocol/opening.js'
+import { destroyConnection, guardErrors, pgQuery, pipelined, whenIdle } from './pg-client.js'
 import { batchedReads } from './pg-read-batch.js'
 import { StatementNames } from './named-statements.js'
 import type { PgClient, PgPool, PgPoolClient, PgResult, PgStandaloneClient } from './pg-client.js'
@@ -25,8 +27,8 @@ export interface PgSource {
   readonly connections: number
   /** Names for statements on its clients (named-statements.ts). */
   readonly names: StatementNames
-  /** Runs `fn` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (source: PgSource) => Promise<T>): Promise<T>
+  /** Runs `fn` in one transaction on one connection: committed when it resolves, rolled back when it throws (see Port.transaction for `opening`). */
+  transaction<T>(fn: (source: PgSource) => Promise<T>, opening?: Opening): Promise<T>
 }
 
 /** The application's pg.Pool. */
@@ -49,25 +51,49 @@ export function poolSource(pool: PgPool, names: StatementNames = new StatementNa
     acquire: () => pool.connect(),
     release: (client, broken) => (client as PgPoolClient).release(broken ? new Error('flushwave: connection cut during a flush') : undefined),
     openProbe,
-    transaction: async (fn) => {
-      const client = await pool.connect()
-      // The pool does not listen to a checked-out client: a connection ended while the transaction
-      // waits between statements would emit 'error' with no listener.
-      const unguard = guardErrors(client)
-      let broken = false
-      try {
-        await client.query({ text: 'begin' })
-        const value = await fn(clientSource(client, openProbe, names))
-        await client.query({ text: 'commit' })
-        return value
-      } catch (error) {
-        await client.query({ text: 'rollback' }).catch(() => (broken = true))
-        throw error
-      } finally {
-        unguard()
-        client.release(broken ? new Error('flushwave: rollback failed') : undefined)
-      }
-    },
+    transaction: (fn, opening) =>
+      ownTransaction(
+        () => pool.connect(),
+        (client, broken) => (client as PgPoolClient).release(broken ? new Error('flushwave: rollback failed') : undefined),
+        (client) => fn(clientSource(client, openProbe, names)),
+        opening,
+      ),
+  }
+}
+
+/**
+ * A transaction on a connection of the pool, BEGIN and COMMIT sent by Flushwave. The opening's
+ * settings go in the same pipeline as BEGIN: one round trip, as a bare BEGIN.
+ */
+export async function ownTransaction<T>(
+  acquire: () => Promise<PgClient>,
+  release: (client: PgClient, broken: boolean) => void,
+  fn: (client: PgClient) => Promise<T>,
+  opening: Opening | undefined,
+): Promise<T> {
+  const client = await acquire()
+  // The pool does not listen to a checked-out client: a connection ended while the transaction
+  // waits between statements would emit 'error' with no listener.
+  const unguard = guardErrors(client)
+  let broken = false
+  try {
+    const begin = { text: opening?.modes ? `begin ${opening.modes}` : 'begin' }
+    const settings = opening?.settings
+    if (settings === undefined) await client.query(begin)
+    else {
+      const [began, applied] = await pipelined(client, () => Promise.allSettled([client.query(begin), client.query(pgQuery(settings))]))
+      if (began.status === 'rejected') throw began.reason
+      if (applied.status === 'rejected') throw new SettingsRefused(applied.reason)
+    }
+    const value = await fn(client)
+    await client.query({ text: 'commit' })
+    return value
+  } catch (error) {
+    await client.query({ text: 'rollback' }).catch(() => (broken = true))
+    throw error
+  } finally {
+    unguard()
+    release(client, broken)
   }
 }
 
@@ -75,7 +101,7 @@ export function poolSource(pool: PgPool, names: StatementNames = new StatementNa
  * A client already inside a transaction (em.transaction() on a pg.Pool). Reads made together go out
  * as one batch once what the transaction has in flight on it (a flush, an earlier batch) is over.
  */
-function clientSource(client: PgClient, openProbe: OpenProbe, names: StatementNames): PgSource {
+export function clientSource(client: PgClient, openProbe: OpenProbe, names: StatementNames): PgSource {
   return {
     inTransaction: true,
     query: batchedReads(

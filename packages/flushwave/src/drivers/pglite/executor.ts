@@ -1,4 +1,6 @@
+import type { Opening } from '../../sql/render-session.js'
 import type { Statement } from '../../sql/statement.js'
+import { SettingsRefused } from '../protocol/opening.js'
 import { PipelineExecutor, type ExecutorOptions } from '../protocol/pipeline-executor.js'
 import { fromNodePostgres } from '../protocol/pg-error.js'
 import { BEGIN, COMMIT, type Answer, type Connection, type OpenProbe, type Port, type QueryResult, type Sent } from '../port.js'
@@ -89,8 +91,15 @@ export class PGlitePort implements Port {
     return { rows: result.rows as unknown[][], roundTrips: 1 }
   }
 
-  transaction<T>(fn: (port: Port) => Promise<T>): Promise<T> {
-    return this.db.transaction((tx) => fn(new PGlitePort(this.db, tx)))
+  /** In-process, nothing to pipeline: PGlite's BEGIN, then the modes and the settings as statements of their own. */
+  transaction<T>(fn: (port: Port) => Promise<T>, opening?: Opening): Promise<T> {
+    return this.db.transaction(async (tx) => {
+      if (opening?.modes) await tx.query(`set transaction ${opening.modes}`, [], { onNotice: ignore })
+      if (opening?.settings) {
+        await tx.query(opening.settings.text, [...opening.settings.params], { serializers: AS_GIVEN, onNotice: ignore }).catch((error: unknown) => Promise.reject(new SettingsRefused(error)))
+      }
+      return fn(new PGlitePort(this.db, tx))
+    })
   }
 
   /** The same database: in-process, there is no other connection to lose. */

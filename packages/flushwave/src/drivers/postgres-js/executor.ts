@@ -1,7 +1,9 @@
 import type { Sql } from 'postgres'
+import { afterSettings } from '../protocol/opening.js'
 import { PipelineExecutor, type ExecutorOptions } from '../protocol/pipeline-executor.js'
 import { withDeadline } from '../protocol/timeout.js'
 import { ReserveTimeout, type Connection, type OpenProbe, type Port, type QueryResult } from '../port.js'
+import type { Opening } from '../../sql/render-session.js'
 import type { Statement } from '../../sql/statement.js'
 import { readRoundTrips } from './cold-shapes.js'
 import { ReservedConnection, run, TransactionConnection, type PoolEvents, type Specimens } from './connection.js'
@@ -82,8 +84,18 @@ export class PostgresJsPort implements Port {
     return { rows: withoutLeadingHoles(rows as unknown as unknown[][]), roundTrips: readRoundTrips(query!) }
   }
 
-  transaction<T>(fn: (port: Port) => Promise<T>): Promise<T> {
-    return this.sql.begin((tx) => fn(new PostgresJsPort(tx as unknown as Sql, true, this.copyRows))) as Promise<T>
+  /**
+   * postgres.js's own transaction: BEGIN with the opening's modes, answered before `fn` runs. The
+   * settings statement is sent at once, not awaited: postgres.js queues a transaction's queries on
+   * its connection in order, so it goes out ahead of (and pipelined with) whatever `fn` sends first.
+   */
+  transaction<T>(fn: (port: Port) => Promise<T>, opening?: Opening): Promise<T> {
+    const run = (tx: Sql) => {
+      const port = new PostgresJsPort(tx, true, this.copyRows)
+      const settings = opening?.settings
+      return settings === undefined ? fn(port) : afterSettings(tx.unsafe(settings.text, settings.params as string[]).execute(), () => fn(port))
+    }
+    return (opening?.modes ? this.sql.begin(opening.modes, (tx) => run(tx as unknown as Sql)) : this.sql.begin((tx) => run(tx as unknown as Sql))) as Promise<T>
   }
 
   /** A one-connection client with the pool's settings; closing it destroys the connection. */

@@ -1,5 +1,7 @@
 import {
   CheckViolationError,
+  PermissionError,
+  ReadOnlyTransactionError,
   DeadlockError,
   LockTimeoutError,
   OptimisticLockError,
@@ -62,6 +64,18 @@ const classes: Record<string, typeof FlushError> = {
   '57014': StatementTimeoutError,
   '23502': NotNullViolationError,
   '23514': CheckViolationError,
+  '42501': PermissionError,
+  '25006': ReadOnlyTransactionError,
+}
+
+/**
+ * The statement after BEGIN that applies an EntityManager's or a transaction's settings was refused
+ * (a role that does not exist or may not be taken, a value the parameter does not take).
+ */
+export function settingsError(error: ServerError, cause: unknown = error): FlushError {
+  const failure: StatementFailure = { code: error.code, table: 'unknown', entity: undefined, constraint: undefined, detail: error.detail }
+  const ErrorClass = classes[error.code] ?? FlushError
+  return new ErrorClass(`the transaction's settings (settings, role, statementTimeoutMs) were refused: ${error.message}${error.detail ? ` — ${error.detail}` : ''}; nothing was committed`, failure, { cause })
 }
 
 /** Names the entity and table a failed statement wrote, with the server's own words. */

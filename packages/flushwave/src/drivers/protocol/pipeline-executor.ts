@@ -3,10 +3,13 @@ import type { Ledger } from '../../sql/render-ledger.js'
 import { readNextIds, renderNextIds, type IdBlocks, type IdRequest } from '../../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../../sql/statement.js'
 import type { CarriedIds, Executor, QueryEvent, WarmUp, WriteOutcome } from '../executor.js'
-import type { Port } from '../port.js'
+import type { Port, ServerError } from '../port.js'
+import { mergeSession, opening, renderSettings, type SessionOptions, type TransactionOptions } from '../../sql/render-session.js'
 import { Capture } from './capture.js'
 import { lost } from './failures.js'
 import { endsSession, flushError, isServerError } from './pg-error.js'
+import { refusal, SettingsRefused } from './opening.js'
+import { SessionReads } from './session-reads.js'
 import { read } from './reads.js'
 import { DEFAULT_FLUSH_TIMEOUT_MS, withDeadline } from './timeout.js'
 import { streamRows } from './stream.js'
@@ -19,6 +22,8 @@ export interface ExecutorOptions {
   readonly timeoutMs?: number
   /** The outcome ledger each flush writes its token to (see sql/render-ledger.ts); none: undefined. */
   readonly ledger?: Ledger | undefined
+  /** Settings every transaction of this executor applies (an EntityManager's, `withSession`). */
+  readonly session?: SessionOptions | undefined
 }
 
 /**
@@ -27,13 +32,23 @@ export interface ExecutorOptions {
  */
 export class PipelineExecutor implements Executor {
   private readonly context: WriteContext
+  /** Reads outside a transaction of the application's, when the session has settings. */
+  private readonly sessionReads: SessionReads | undefined
 
   constructor(
     readonly port: Port,
     private readonly options: ExecutorOptions = {},
+    capture?: Capture,
   ) {
     const timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
-    this.context = { port, capture: new Capture(options.ledger, timeoutMs), timeoutMs, onQuery: options.onQuery }
+    const settings = options.session && renderSettings(options.session)
+    this.context = { port, capture: capture ?? new Capture(options.ledger, timeoutMs), timeoutMs, onQuery: options.onQuery, settings }
+    this.sessionReads = settings && !port.inTransaction ? new SessionReads(port, settings, timeoutMs) : undefined
+  }
+
+  /** The same executor (port, ledger, onQuery) with `session` applied in every transaction it opens. */
+  withSession(session: SessionOptions): Executor {
+    return new PipelineExecutor(this.port, { ...this.options, session }, this.context.capture)
   }
 
   get copyRows(): number | undefined {
@@ -42,13 +57,15 @@ export class PipelineExecutor implements Executor {
 
   async read(statement: Statement): Promise<unknown[][]> {
     this.emit('read', statement)
+    const reads = this.sessionReads
+    if (reads !== undefined) return read(() => reads.read(statement), { retry: true, timeoutMs: this.context.timeoutMs })
     const result = await read(() => this.port.query(statement), { retry: !this.port.inTransaction, timeoutMs: this.context.timeoutMs })
     return result.rows
   }
 
   stream(statement: Statement, batchSize: number): AsyncIterableIterator<unknown[][]> {
     this.emit('read', statement)
-    return streamRows(this.port, statement, batchSize)
+    return streamRows(this.port, statement, batchSize, this.options.session && opening(this.options.session))
   }
 
   async nextIds(requests: readonly IdRequest[]): Promise<IdBlocks> {
@@ -71,14 +88,19 @@ export class PipelineExecutor implements Executor {
     return warmUpPort(this.port, this.context.capture, statements, ids)
   }
 
-  transaction<T>(fn: (executor: Executor) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (executor: Executor) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     if (this.port.inTransaction) throw new FlushwaveError('transactions do not nest: already inside em.transaction()')
-    return this.port.transaction((port) => fn(new PipelineExecutor(port, this.options))).catch((error: unknown) => {
+    const start = opening(mergeSession(this.options.session, options))
+    const inside = (port: Port) => fn(new PipelineExecutor(port, this.options, this.context.capture))
+    const normalize = this.port.serverError ?? ((e: ServerError) => e)
+    return this.port.transaction(inside, start.modes === '' && start.settings === undefined ? undefined : start).catch((error: unknown) => {
+      // The settings after BEGIN were refused (a role that does not exist): COMMIT was never sent.
+      if (error instanceof SettingsRefused) throw refusal(error, normalize)
       // A failure at COMMIT (a serialization conflict, a deferred constraint) is the server's too.
       if (!isServerError(error)) throw error
       // The session ended instead of answering: whether COMMIT got through cannot be told here.
       if (endsSession(error)) throw lost(error, 'unknown', undefined)
-      throw flushError((this.port.serverError ?? ((e) => e))(error), undefined, error)
+      throw flushError(normalize(error), undefined, error)
     })
   }
 

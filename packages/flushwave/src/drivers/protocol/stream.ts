@@ -1,5 +1,7 @@
 import type { Statement } from '../../sql/statement.js'
+import type { Opening } from '../../sql/render-session.js'
 import type { Port } from '../port.js'
+import { refusal, SettingsRefused } from './opening.js'
 
 let cursors = 0
 
@@ -10,7 +12,7 @@ let cursors = 0
  * its own (`port.transaction`) for as long as the consumer reads, and commits it (it wrote nothing)
  * when the rows run out or the consumer stops.
  */
-export function streamRows(port: Port, statement: Statement, batchSize: number): AsyncIterableIterator<unknown[][]> {
+export function streamRows(port: Port, statement: Statement, batchSize: number, opening?: Opening): AsyncIterableIterator<unknown[][]> {
   const name = `flushwave_cursor_${++cursors}`
   const declare: Statement = { text: `declare ${name} no scroll cursor for ${statement.text}`, params: statement.params }
   const fetch: Statement = { text: `fetch forward ${batchSize} from ${name}`, params: [] }
@@ -27,10 +29,11 @@ export function streamRows(port: Port, statement: Statement, batchSize: number):
       await tx.query(close).catch(() => undefined)
     }
   }
-  const run = port.inTransaction ? produce(port) : port.transaction(produce)
+  // Outside a transaction, the cursor's own one applies the EntityManager's settings (opening).
+  const run = port.inTransaction ? produce(port) : port.transaction(produce, opening)
   run.then(
     () => handoff.end(),
-    (error: unknown) => handoff.fail(error),
+    (error: unknown) => handoff.fail(error instanceof SettingsRefused ? refusal(error, port.serverError ?? ((e) => e)) : error),
   )
   return handoff.consumer(() => run.then(() => undefined, () => undefined))
 }

@@ -10,6 +10,7 @@ import type { Capture } from './capture.js'
 import { landCarriedIds } from './carried-ids.js'
 import { firstFailure, lost, unknownFailure } from './failures.js'
 import { OUTCOME_BUDGET_MS, resolveOutcome } from './outcome.js'
+import { endsSession, isServerError, settingsError } from './pg-error.js'
 import { until } from './timeout.js'
 
 /** What the flush protocol needs besides the port: the executor's settings and its onQuery. */
@@ -18,6 +19,8 @@ export interface WriteContext {
   readonly capture: Capture
   readonly timeoutMs: number
   readonly onQuery: ((event: QueryEvent) => void) | undefined
+  /** The EntityManager's settings (render-session.ts), sent right after the capture; none: undefined. */
+  readonly settings?: Statement | undefined
 }
 
 const sameError = (error: ServerError): ServerError => error
@@ -55,6 +58,11 @@ class StatementsLost extends Error {
   }
 }
 
+/** The settings statement's own refusal (not a lost connection, which the caller finds out about), typed. */
+function refusedSettings(reason: unknown, normalize: (error: ServerError) => ServerError): FlushError | undefined {
+  return isServerError(reason) && !endsSession(reason) ? settingsError(normalize(reason), reason) : undefined
+}
+
 /** 26000: a prepared statement the connection's driver sent by name no longer exists on the server. */
 const lostStatement = (answer: PromiseSettledResult<unknown> | undefined): boolean => answer?.status === 'rejected' && (answer.reason as { code?: unknown } | null)?.code === '26000'
 
@@ -63,7 +71,8 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
   const deadline = performance.now() + timeoutMs
   const idStatement = ids && ids.requests.length > 0 ? renderNextIds(ids.requests) : undefined
   const normalize = port.serverError ?? sameError
-  const pipelines = batches(waves, port.maxPipeline, 2, idStatement ? 2 : 1)
+  const head = ctx.settings === undefined ? 2 : 3
+  const pipelines = batches(waves, port.maxPipeline, head, idStatement ? 2 : 1)
   let connection: Connection
   try {
     connection = await port.acquire(deadline)
@@ -93,7 +102,8 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
       const batch = pipelines[index]!
       const first = index === 0
       const last = index === pipelines.length - 1
-      const pipeline: Statement[] = first ? [BEGIN, captured.statement] : []
+      // The settings after the capture: the ledger's row is written as the connection's own role.
+      const pipeline: Statement[] = first ? (ctx.settings === undefined ? [BEGIN, captured.statement] : [BEGIN, captured.statement, ctx.settings]) : []
       for (const s of batch.statements) {
         ctx.onQuery?.({ phase: 'write', text: s.text, params: s.params })
         pipeline.push(s)
@@ -114,10 +124,13 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
       if (captureAnswer?.status === 'fulfilled') Object.assign(flight, captureAnswer.value.rows[0] as { xid: string; pid: number } | undefined)
       if (last && idStatement) landCarriedIds(ids!, answers[commitAt + 1], (answer: Answer) => answer.rows as unknown[][])
       const settled = last && idStatement ? answers.slice(0, commitAt + 1) : answers
-      const offset = first ? 2 : 0
+      const offset = first ? head : 0
+      const settingsAnswer = first && head === 3 ? answers[2] : undefined
       const failure = timedOut
         ? new Error('flush timed out')
-        : ((captureAnswer?.status === 'rejected' && capture.missingTable(captureAnswer.reason, normalize)) || firstFailure(settled, offset, batch.statements, normalize))
+        : ((captureAnswer?.status === 'rejected' && capture.missingTable(captureAnswer.reason, normalize)) ||
+          (settingsAnswer?.status === 'rejected' && refusedSettings(settingsAnswer.reason, normalize)) ||
+          firstFailure(settled, offset, batch.statements, normalize))
       if (failure !== undefined) {
         // A pipelined COMMIT after a failure comes back as ROLLBACK; without one, end it below.
         ended = last && settled[settled.length - 1]?.status === 'fulfilled'
