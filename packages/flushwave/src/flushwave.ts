@@ -12,6 +12,8 @@ import { migrateUp, type MigrateOptions } from './migrate/runner.js'
 import { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js/executor.js'
 import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
 import { checkSession, type SessionOptions } from './sql/render-session.js'
+import { DEFAULT_IDEMPOTENCY_KEEP_SECONDS, DEFAULT_IDEMPOTENCY_TABLE, idempotencyStore, renderPruneKeys } from './sql/render-idempotency.js'
+import { checkKey, pruneEvery, runIdempotent, type IdempotentResult, type JsonValue, type KeyStore } from './entity-manager/idempotent.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
 import { EntityManager, type Hooks } from './entity-manager/entity-manager.js'
 import type { ReadSettings } from './entity-manager/entity-reads.js'
@@ -82,6 +84,13 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
    * that catches a changed or foreign cursor, but anyone can make a valid one.
    */
   readonly cursorSecret?: string
+  /**
+   * Where `orm.unitOfWork(work, { idempotencyKey })` records its keys (default table
+   * `flushwave_idempotency`; `idempotencyTableSql()` or `createTablesSql(schema, { idempotencyKeys: true })`
+   * creates it) and how long a key counts (default a day). Expired keys are pruned in the
+   * background, at most once a minute per process.
+   */
+  readonly idempotencyKeys?: { readonly table?: string; readonly keepSeconds?: number }
 }
 
 /** One per process (per database): holds the schema, the executor and the shared id pool. */
@@ -99,6 +108,7 @@ export class Flushwave<D extends SchemaDefs> {
    * of a unit of work alive between requests (see UnitOfWork.keepHiddenClasses).
    */
   private readonly hiddenClasses: readonly [EntityManager<D>, readonly object[]]
+  private readonly keys: KeyStore
 
   constructor(options: FlushwaveOptions<D>) {
     this.schema = options.schema
@@ -137,6 +147,14 @@ export class Flushwave<D extends SchemaDefs> {
           ? new PGliteExecutor(options.pglite, settings)
           : new NodePostgresExecutor(options.pg ? poolSource(options.pg, names) : knexSource(options.knex!, names), settings, options.copyRows))
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
+    const keys = options.idempotencyKeys ?? {}
+    const keepSeconds = keys.keepSeconds ?? DEFAULT_IDEMPOTENCY_KEEP_SECONDS
+    if (!(Number.isInteger(keepSeconds) && keepSeconds > 0)) throw new FlushwaveError(`idempotencyKeys.keepSeconds must be a whole number of seconds > 0, not ${String(keepSeconds)}`)
+    const keyTable = keys.table ?? DEFAULT_IDEMPOTENCY_TABLE
+    if (typeof keyTable !== 'string' || keyTable.length === 0) throw new FlushwaveError('idempotencyKeys.table must be a table name')
+    const store = idempotencyStore(keyTable, keepSeconds)
+    const executor = this.executor
+    this.keys = { store, executor, prune: pruneEvery(60_000, () => executor.read(renderPruneKeys(store))) }
     this.hiddenClasses = [this.em(), new UnitOfWork().keepHiddenClasses(this.schema.entities.values())]
   }
 
@@ -181,11 +199,16 @@ export class Flushwave<D extends SchemaDefs> {
    * that lost a race (stale version, deadlock, serialization failure, lock timeout, or a connection
    * lost before COMMIT) runs again from the start on a fresh EntityManager, up to n times in all.
    */
-  unitOfWork<T>(work: (em: EntityManager<D>) => Promise<T>, options: UnitOfWorkOptions = {}): Promise<UnitOfWorkResult<T>> {
-    const { settings, role, statementTimeoutMs, ...policy } = options
+  unitOfWork<T extends JsonValue | void>(work: (em: EntityManager<D>) => Promise<T>, options: UnitOfWorkOptions & { readonly idempotencyKey: string }): Promise<IdempotentResult<T>>
+  unitOfWork<T>(work: (em: EntityManager<D>) => Promise<T>, options?: UnitOfWorkOptions): Promise<UnitOfWorkResult<T>>
+  unitOfWork<T>(work: (em: EntityManager<D>) => Promise<T>, options: UnitOfWorkOptions & { readonly idempotencyKey?: string } = {}): Promise<UnitOfWorkResult<T> | IdempotentResult<T>> {
+    const { settings, role, statementTimeoutMs, idempotencyKey, ...policy } = options
     const session = { settings, role, statementTimeoutMs }
     this.em(session) // checks the session once, before the first attempt
-    return runUnitOfWork(() => this.em(session), work, policy)
+    if (idempotencyKey === undefined) return runUnitOfWork(() => this.em(session), work, policy)
+    if (this.executor.recordsKeys !== true) throw new FlushwaveError('idempotencyKey: this executor cannot record keys (its recordsKeys is not true)')
+    checkKey(idempotencyKey)
+    return runIdempotent(() => this.em(session), work as (em: EntityManager<D>) => Promise<JsonValue>, idempotencyKey, this.keys, policy) as Promise<IdempotentResult<T>>
   }
 
   /**

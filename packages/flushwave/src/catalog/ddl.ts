@@ -1,5 +1,6 @@
 import { declaredType } from '../schema/column-types.js'
 import { quoteIdent } from '../schema/quote.js'
+import { DEFAULT_IDEMPOTENCY_TABLE, idempotencyTableSql } from '../sql/render-idempotency.js'
 import { DEFAULT_LEDGER_TABLE, ledgerTableSql } from '../sql/render-ledger.js'
 import type { Schema } from '../schema/define.js'
 import type { EntityMeta, FieldMeta, IndexMeta } from '../schema/meta.js'
@@ -7,9 +8,9 @@ import type { EntityMeta, FieldMeta, IndexMeta } from '../schema/meta.js'
 /**
  * CREATE statements for a schema, in dependency order: PostgreSQL schemas its tables name, extensions its types need, enum types, entity tables (parents first,
  * foreign keys indexed), join tables, then the outcome ledger (unless `outcomeLedger: false`, as
- * given to flushwave()). For tests and quick starts; apps with migrations can print it once and copy it.
+ * given to flushwave()) and, with `idempotencyKeys`, the table of idempotent units of work's keys. For tests and quick starts; apps with migrations can print it once and copy it.
  */
-export function createTablesSql(schema: Schema, options: { readonly outcomeLedger?: string | false } = {}): string[] {
+export function createTablesSql(schema: Schema, options: TablesOptions = {}): string[] {
   const out: string[] = []
   // citext is an extension's type (shipped with PostgreSQL's contrib modules).
   if (schema.insertOrder.some((m) => m.fields.some((f) => /^citext\b/.test(f.type.sqlType)))) out.push('create extension if not exists citext')
@@ -56,6 +57,8 @@ export function createTablesSql(schema: Schema, options: { readonly outcomeLedge
   }
   const ledger = options.outcomeLedger ?? DEFAULT_LEDGER_TABLE
   if (ledger !== false) out.push(...ledgerTableSql(ledger))
+  const keys = idempotencyTableOf(options)
+  if (keys !== undefined) out.push(...idempotencyTableSql(keys))
   return out
 }
 
@@ -106,4 +109,18 @@ function references(f: FieldMeta): string {
   if (f.ref.onDelete) sql += ` on delete ${f.ref.onDelete}`
   if (f.ref.deferrable) sql += ' deferrable initially deferred'
   return sql
+}
+
+/** What besides the schema's tables createTablesSql and the migration model hold. */
+export interface TablesOptions {
+  /** The outcome ledger's table, as given to flushwave() (default `flushwave_outcome`); false: none. */
+  readonly outcomeLedger?: string | false
+  /** The idempotency keys' table: true for `flushwave_idempotency`, or its name as given to flushwave(); default none. */
+  readonly idempotencyKeys?: string | boolean
+}
+
+/** The idempotency keys' table name, or undefined when the options want none. */
+export function idempotencyTableOf(options: TablesOptions): string | undefined {
+  const keys = options.idempotencyKeys
+  return keys === undefined || keys === false ? undefined : keys === true ? DEFAULT_IDEMPOTENCY_TABLE : keys
 }

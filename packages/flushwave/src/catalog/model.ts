@@ -3,7 +3,7 @@ import type { Schema } from '../schema/define.js'
 import type { EntityMeta, FieldMeta } from '../schema/meta.js'
 import { quoteIdent } from '../schema/quote.js'
 import { DEFAULT_LEDGER_TABLE } from '../sql/render-ledger.js'
-import { referenceIndexes } from './ddl.js'
+import { idempotencyTableOf, referenceIndexes, type TablesOptions } from './ddl.js'
 
 /**
  * What a database must hold for a schema, as plain data: its PostgreSQL schemas, extensions, enum
@@ -70,7 +70,7 @@ export interface IndexModel {
 }
 
 /** The model of everything `createTablesSql` makes for `schema`, the outcome ledger included unless `false`. */
-export function modelOf(schema: Schema, options: { readonly outcomeLedger?: string | false } = {}): DbModel {
+export function modelOf(schema: Schema, options: TablesOptions = {}): DbModel {
   const schemas = new Set<string>()
   const enums = new Map<string, readonly string[]>()
   const tables: TableModel[] = []
@@ -102,6 +102,8 @@ export function modelOf(schema: Schema, options: { readonly outcomeLedger?: stri
   }
   const ledger = options.outcomeLedger ?? DEFAULT_LEDGER_TABLE
   if (ledger !== false) tables.push(ledgerTable(ledger))
+  const keys = idempotencyTableOf(options)
+  if (keys !== undefined) tables.push(keysTable(keys))
   const citext = schema.insertOrder.some((m) => m.fields.some((f) => /^citext\b/.test(f.type.sqlType)))
   return { schemas: [...schemas], extensions: citext ? ['citext'] : [], enums: [...enums].map(([name, values]) => ({ name, values: [...values] })), tables }
 }
@@ -149,6 +151,23 @@ function fieldColumn(f: FieldMeta): ColumnModel {
     notNull: !f.nullable,
     ...(fallback !== undefined && !f.generated && { default: fallback }),
     ...(f.generated && { generated: f.generated.sql }),
+  }
+}
+
+/** The idempotency keys (render-idempotency.ts), as its two statements make it. */
+function keysTable(table: string): TableModel {
+  return {
+    name: quoteIdent(table),
+    columns: [
+      { name: 'key', type: 'text', notNull: true },
+      { name: 'result', type: 'jsonb', notNull: true },
+      { name: 'at', type: 'timestamptz', notNull: true, default: 'now()' },
+    ],
+    primaryKey: { name: `${table}_pkey`, columns: ['key'] },
+    uniques: [],
+    foreignKeys: [],
+    indexes: [{ name: `${table}_at_idx`, columns: ['at'] }],
+    checks: [],
   }
 }
 

@@ -17,7 +17,9 @@ export interface Executor {
    * On any failure it throws a FlushwaveError, and the transaction is over and the connection released.
    * With `ids`, it also fetches them (as `nextIds` does) after COMMIT in the same pipeline.
    */
-  write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome>
+  write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds, options?: WriteOptions): Promise<WriteOutcome>
+  /** Whether `write` sends `WriteOptions.record` (idempotent units of work need it). */
+  readonly recordsKeys?: boolean
   /** Inserts of at least this many rows may be written as `copy … from stdin` (Statement.copy); unset: never. */
   readonly copyRows?: number
   /**
@@ -59,6 +61,12 @@ export interface CarriedIds {
    * by an executor that cannot carry ids: the caller then fetches them itself.
    */
   landed(blocks: IdBlocks): void
+}
+
+/** More for one write to send, in its transaction. */
+export interface WriteOptions {
+  /** An idempotency key's record (render-idempotency.ts), sent first after the outcome capture; with it, a write with no waves still commits a transaction. */
+  readonly record?: Statement
 }
 
 /** What an executor's warm-up did. */

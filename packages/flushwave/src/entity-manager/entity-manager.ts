@@ -1,6 +1,7 @@
 import type { Executor } from '../drivers/executor.js'
 import { EntityStateError, FlushError, FlushwaveError, InvalidValueError } from '../errors.js'
 import { checkSession, type TransactionOptions } from '../sql/render-session.js'
+import type { Statement } from '../sql/statement.js'
 import type { Schema, SchemaDefs } from '../schema/define.js'
 import type { AssignInput, CounterDelta, CounterName, CreateInput, Entity, EntityName } from '../schema/infer.js'
 import { STATE, type HasState } from '../entities/entity-state.js'
@@ -20,6 +21,26 @@ import { EntityReads, type ReadSettings } from './entity-reads.js'
 export interface UpsertOptions<D extends SchemaDefs, K extends EntityName<D>> {
   readonly onConflict: (keyof CreateInput<D, K> & string) | readonly (keyof CreateInput<D, K> & string)[]
 }
+
+/**
+ * EntityManagers of idempotent units of work (idempotent.ts): 'working' while the work runs (it
+ * may neither flush nor open a transaction), then the key's record, which their one flush sends.
+ * Kept outside the class, so that it is no method of the public API.
+ */
+const idempotentRuns = new WeakMap<object, 'working' | { readonly record: Statement }>()
+
+/** Marks `em` as running an idempotent unit of work's work. */
+export function startIdempotentWork(em: object): void {
+  idempotentRuns.set(em, 'working')
+}
+
+/** The work is done: the next flush of `em` carries `record` (in its transaction, right after the ledger's row). */
+export function recordOnFlush(em: object, record: Statement): void {
+  idempotentRuns.set(em, { record })
+}
+
+const IDEMPOTENT_WORK =
+  'inside an idempotent unit of work (idempotencyKey) the work neither flushes nor opens a transaction: orm.unitOfWork flushes its changes once, with the key'
 
 /**
  * Lifecycle hooks of one entity. The `before…` hooks run at `flush()`, before anything is sent, and
@@ -79,6 +100,7 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
    */
   async transaction<T>(fn: (em: this) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     if (this.uow.journal) throw new EntityStateError('transactions do not nest: already inside em.transaction()')
+    if (idempotentRuns.has(this)) throw new EntityStateError(IDEMPOTENT_WORK)
     checkSession(options, 'em.transaction()')
     const outer = this.executor
     const withOptions = Object.values(options).some((v) => v !== undefined)
@@ -222,6 +244,9 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
    * the pool and everything goes out in one pipeline.
    */
   async flush(): Promise<FlushResult> {
+    const idempotent = idempotentRuns.get(this)
+    if (idempotent === 'working') throw new EntityStateError(IDEMPOTENT_WORK)
+    const record = idempotent?.record
     if (this.flushing) throw new EntityStateError('flush() is already running on this EntityManager')
     if (this.assigning) throw new EntityStateError('assignIds() is running on this EntityManager: await it before flush()')
     this.flushing = true
@@ -251,6 +276,7 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
           maxRows: this.maxRowsPerStatement,
           onWritten: (set) => (written = set),
           readOnly: this.readOnly,
+          record,
         },
         checks,
       )

@@ -32,6 +32,13 @@ export function isRetryable(error: unknown): boolean {
   return error instanceof FlushwaveError && (error as { retryable?: unknown }).retryable === true
 }
 
+/** The policy with its defaults, checked. */
+export function retryPolicy(policy: RetryPolicy): { attempts: number; retryOn: (error: unknown) => boolean; backoff: (attempt: number) => number } {
+  const attempts = policy.attempts ?? 1
+  if (!(Number.isInteger(attempts) && attempts >= 1)) throw new RangeError(`attempts must be a whole number ≥ 1, not ${attempts}`)
+  return { attempts, retryOn: policy.retryOn ?? isRetryable, backoff: policy.backoffMs ?? defaultBackoff }
+}
+
 const defaultBackoff = (attempt: number): number => Math.min(320, 10 * 2 ** (attempt - 1)) * (0.5 + Math.random())
 
 /**
@@ -43,10 +50,7 @@ export async function runUnitOfWork<D extends SchemaDefs, T>(
   work: (em: EntityManager<D>) => Promise<T>,
   policy: RetryPolicy = {},
 ): Promise<UnitOfWorkResult<T>> {
-  const attempts = policy.attempts ?? 1
-  if (!(Number.isInteger(attempts) && attempts >= 1)) throw new RangeError(`attempts must be a whole number ≥ 1, not ${attempts}`)
-  const retryOn = policy.retryOn ?? isRetryable
-  const backoff = policy.backoffMs ?? defaultBackoff
+  const { attempts, retryOn, backoff } = retryPolicy(policy)
   for (let attempt = 1; ; attempt++) {
     const em = newEm()
     try {

@@ -11,7 +11,7 @@ import { planFlush } from '../plan/planner.js'
 import type { SchemaFacts } from '../schema/derive.js'
 import type { EntityMeta } from '../schema/meta.js'
 import { renderPlan } from '../sql/render-write.js'
-import type { WriteStatement } from '../sql/statement.js'
+import type { Statement, WriteStatement } from '../sql/statement.js'
 import { serverCountsRows } from '../sql/returning.js'
 import { composeKeys, computeChanges, needingIds, type ChangeSet } from './change-set.js'
 import { keepShapes } from './kept-shapes.js'
@@ -68,6 +68,8 @@ export interface FlushContext {
   readonly onWritten?: (set: ChangeSet) => void
   /** Inside a read-only `em.transaction()`: a flush that would write is refused before anything is sent. */
   readonly readOnly?: boolean
+  /** An idempotent unit of work's key record: sent in the flush's transaction, which then commits even with nothing else to write. */
+  readonly record?: Statement
 }
 
 /**
@@ -105,7 +107,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   clock.lap('plan')
   let prepared = 0
   for (const p of preparation) prepared += p.roundTrips
-  if (isEmpty(set.changes)) return result(plan, [], prepared, 0, clock, [])
+  if (isEmpty(set.changes) && ctx.record === undefined) return result(plan, [], prepared, 0, clock, [])
   const waves = renderPlan(plan, ctx.executor.copyRows)
   clock.lap('render')
   const inserted = assigned.size > 0 || set.inserted.length > 0 ? insertedPerTable(set.changes.inserts) : undefined
@@ -116,7 +118,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   const refill = inserted && !ctx.inTransaction ? ctx.ids.dueRefill(inserted) : undefined
   let outcome
   try {
-    outcome = await ctx.executor.write(waves, refill)
+    outcome = ctx.record === undefined ? await ctx.executor.write(waves, refill) : await ctx.executor.write(waves, refill, { record: ctx.record })
   } catch (error) {
     // Ids of a rolled-back transaction were never committed by anyone: safe to use again.
     if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) {

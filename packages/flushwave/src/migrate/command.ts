@@ -43,6 +43,8 @@ export const MIGRATE_USAGE = `usage: flushwave migrate <command> [options]
   --knex                 generate: a knex migration file, <dir>/<timestamp>_<name>.ts (and its
                          .snapshot.json), for an application whose migrations knex runs
   --no-ledger            generate, check: the schema's Flushwave is made with outcomeLedger: false
+  --idempotency-keys     generate, check: the application records idempotency keys (the table
+                         flushwave_idempotency, as orm.unitOfWork(work, { idempotencyKey }) uses)
   --table <name>         the history table (default: flushwave_migrations; for --knex migrations
                          generate reads knex's, default knex_migrations)
   --lock-timeout <ms>    how long a statement may wait for a lock (default: 10000)`
@@ -56,6 +58,7 @@ type Values = {
   'allow-destructive'?: boolean | undefined
   knex?: boolean | undefined
   'no-ledger'?: boolean | undefined
+  'idempotency-keys'?: boolean | undefined
   table?: string | undefined
   'lock-timeout'?: string | undefined
   help?: boolean | undefined
@@ -77,6 +80,7 @@ export async function migrateMain(argv: readonly string[]): Promise<number> {
         'allow-destructive': { type: 'boolean' },
         knex: { type: 'boolean' },
         'no-ledger': { type: 'boolean' },
+        'idempotency-keys': { type: 'boolean' },
         table: { type: 'string' },
         'lock-timeout': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -108,7 +112,7 @@ export async function migrateMain(argv: readonly string[]): Promise<number> {
       return 2
     }
     const schema = await loadSchema(values.module)
-    const next = modelOf(schema, values['no-ledger'] ? { outcomeLedger: false } : {})
+    const next = modelOf(schema, { ...(values['no-ledger'] ? { outcomeLedger: false } : {}), ...(values['idempotency-keys'] ? { idempotencyKeys: true } : {}) })
     if (command === 'baseline') return baseline(dir, migrations, schema, next, name!, values)
     if (command === 'check') {
       const { up } = plan(migrations, next)

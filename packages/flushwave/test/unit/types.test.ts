@@ -1,5 +1,5 @@
 import { describe, expectTypeOf, it } from 'vitest'
-import { defineSchema, entity, t, type Collection, type CounterName, type CreateInput, type EntityManager, type EntityOf, type Where } from '../../src/index.js'
+import { defineSchema, entity, t, type Collection, type Flushwave, type FlushResult, type CounterName, type CreateInput, type EntityManager, type EntityOf, type Where } from '../../src/index.js'
 import type { Author, Book, bookstore } from '../support/bookstore.js'
 
 type D = typeof bookstore.defs
@@ -200,4 +200,23 @@ describe('server-filled columns', () => {
     }
     expectTypeOf(check).toBeFunction()
   })
+
+  it('an idempotent unit of work returns JSON, and says whether it was replayed', () => {
+    const check = async (orm: Flushwave<typeof bookstore.defs>) => {
+      const done = await orm.unitOfWork(async (em) => ({ id: em.create('Author', { name: 'a' }).name, n: 1, tags: ['x'] }), { idempotencyKey: 'k' })
+      expectTypeOf(done.value).toEqualTypeOf<{ id: string; n: number; tags: string[] }>()
+      expectTypeOf(done.replayed).toEqualTypeOf<boolean>()
+      expectTypeOf(done.flush).toEqualTypeOf<FlushResult | undefined>()
+      const nothing = await orm.unitOfWork(async () => {}, { idempotencyKey: 'k' })
+      expectTypeOf(nothing.value).toEqualTypeOf<void>()
+      // @ts-expect-error a Date is not JSON: it would come back as a string
+      void orm.unitOfWork(async () => ({ at: new Date() }), { idempotencyKey: 'k' })
+      // @ts-expect-error nor is a bigint
+      void orm.unitOfWork(async () => 1n, { idempotencyKey: 'k' })
+      // Without a key, anything goes, and the flush is always there.
+      expectTypeOf((await orm.unitOfWork(async () => new Date())).flush).toEqualTypeOf<FlushResult>()
+    }
+    void check
+  })
 })
+

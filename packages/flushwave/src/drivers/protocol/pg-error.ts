@@ -14,6 +14,7 @@ import {
   type StatementFailure,
 } from '../../errors.js'
 import { entityOf, tableOf, type Op } from '../../plan/ops.js'
+import { REPLAY_MARK } from '../../sql/render-idempotency.js'
 import { LIVE_MARK, STALE_MARK } from '../../sql/row-sets.js'
 import { keyTupleType, parseArrayLiteral } from '../../schema/column-types.js'
 import type { ServerError } from '../port.js'
@@ -66,6 +67,29 @@ const classes: Record<string, typeof FlushError> = {
   '23514': CheckViolationError,
   '42501': PermissionError,
   '25006': ReadOnlyTransactionError,
+}
+
+/**
+ * The idempotency key a unit of work records was used already (and has not expired): the flush
+ * rolled back before any of its writes, and `orm.unitOfWork` answers with the recorded result.
+ */
+export class KeyUsed extends FlushError {
+  override name = 'KeyUsed'
+}
+
+/** The record statement of an idempotent unit of work failed (render-idempotency.ts). */
+export function recordError(error: ServerError, cause: unknown = error): FlushError {
+  const failure: StatementFailure = { code: error.code, table: 'unknown', entity: undefined, constraint: undefined, detail: error.detail }
+  if (error.code === '22P02' && error.message.includes(REPLAY_MARK)) return new KeyUsed('the idempotency key was used already; nothing was committed', failure, { cause })
+  if (error.code === '42P01') {
+    return new FlushError(
+      `the idempotency keys' table is missing (${error.message}): create it with idempotencyTableSql(), or createTablesSql(schema, { idempotencyKeys: true }); nothing was committed`,
+      failure,
+      { cause },
+    )
+  }
+  const ErrorClass = classes[error.code] ?? FlushError
+  return new ErrorClass(`recording the idempotency key failed: ${error.message}; nothing was committed`, failure, { cause })
 }
 
 /**

@@ -2,7 +2,7 @@ import { FlushTimeoutError, FlushwaveError } from '../../errors.js'
 import type { Ledger } from '../../sql/render-ledger.js'
 import { readNextIds, renderNextIds, type IdBlocks, type IdRequest } from '../../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../../sql/statement.js'
-import type { CarriedIds, Executor, QueryEvent, WarmUp, WriteOutcome } from '../executor.js'
+import type { CarriedIds, Executor, QueryEvent, WarmUp, WriteOptions, WriteOutcome } from '../executor.js'
 import type { Port, ServerError } from '../port.js'
 import { mergeSession, opening, renderSettings, type SessionOptions, type TransactionOptions } from '../../sql/render-session.js'
 import { Capture } from './capture.js'
@@ -104,8 +104,11 @@ export class PipelineExecutor implements Executor {
     })
   }
 
-  write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome> {
-    return this.port.inTransaction ? writeInTransaction(this.context, waves) : writeFlush(this.context, waves, ids)
+  readonly recordsKeys = true
+
+  write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds, options?: WriteOptions): Promise<WriteOutcome> {
+    if (options?.record !== undefined && this.port.inTransaction) throw new FlushwaveError('an idempotent unit of work cannot record its key inside a transaction of its own')
+    return this.port.inTransaction ? writeInTransaction(this.context, waves) : writeFlush(this.context, waves, ids, options?.record)
   }
 
   private emit(phase: QueryEvent['phase'], statement: Statement): void {

@@ -10,7 +10,7 @@ import type { Capture } from './capture.js'
 import { landCarriedIds } from './carried-ids.js'
 import { firstFailure, lost, unknownFailure } from './failures.js'
 import { OUTCOME_BUDGET_MS, resolveOutcome } from './outcome.js'
-import { endsSession, isServerError, settingsError } from './pg-error.js'
+import { endsSession, isServerError, recordError, settingsError } from './pg-error.js'
 import { until } from './timeout.js'
 
 /** What the flush protocol needs besides the port: the executor's settings and its onQuery. */
@@ -34,16 +34,16 @@ const sameError = (error: ServerError): ServerError => error
  * that committed resolves with `recovered`; otherwise a ConnectionLostError (or FlushTimeoutError)
  * says whether it rolled back or, the server being unreachable, its outcome is unknown.
  */
-export async function writeFlush(ctx: WriteContext, waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome> {
+export async function writeFlush(ctx: WriteContext, waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds, record?: Statement): Promise<WriteOutcome> {
   let landed = false
   const carried = ids && { requests: ids.requests, landed: (blocks: IdBlocks) => ((landed = true), ids.landed(blocks)) }
   try {
-    return await attempt(ctx, waves, carried)
+    return await attempt(ctx, waves, carried, record)
   } catch (error) {
     if (!(error instanceof StatementsLost)) throw error
     // The connection had lost its prepared statements (DISCARD ALL, DEALLOCATE) and the flush rolled
     // back on the first of them: once more, on a new connection, where the driver prepares afresh.
-    const again = await attempt(ctx, waves, landed ? undefined : carried)
+    const again = await attempt(ctx, waves, landed ? undefined : carried, record)
     return { ...again, roundTrips: again.roundTrips + error.roundTrips, coldStatements: again.coldStatements + error.coldStatements }
   }
 }
@@ -58,6 +58,11 @@ class StatementsLost extends Error {
   }
 }
 
+/** The record statement's own failure: the key used already (KeyUsed), a missing table, or the server's error. */
+function refusedRecord(reason: unknown, normalize: (error: ServerError) => ServerError): FlushError | undefined {
+  return isServerError(reason) && !endsSession(reason) ? recordError(normalize(reason), reason) : undefined
+}
+
 /** The settings statement's own refusal (not a lost connection, which the caller finds out about), typed. */
 function refusedSettings(reason: unknown, normalize: (error: ServerError) => ServerError): FlushError | undefined {
   return isServerError(reason) && !endsSession(reason) ? settingsError(normalize(reason), reason) : undefined
@@ -66,12 +71,18 @@ function refusedSettings(reason: unknown, normalize: (error: ServerError) => Ser
 /** 26000: a prepared statement the connection's driver sent by name no longer exists on the server. */
 const lostStatement = (answer: PromiseSettledResult<unknown> | undefined): boolean => answer?.status === 'rejected' && (answer.reason as { code?: unknown } | null)?.code === '26000'
 
-async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds): Promise<WriteOutcome> {
+async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStatement[])[], ids: CarriedIds | undefined, record: Statement | undefined): Promise<WriteOutcome> {
   const { port, capture, timeoutMs } = ctx
   const deadline = performance.now() + timeoutMs
   const idStatement = ids && ids.requests.length > 0 ? renderNextIds(ids.requests) : undefined
   const normalize = port.serverError ?? sameError
-  const head = ctx.settings === undefined ? 2 : 3
+  // After BEGIN and the capture: the idempotency key's record (as the connection's own user, like
+  // the ledger's row), then the EntityManager's settings.
+  // Indexes are in the first pipeline: BEGIN 0, the capture 1, then these.
+  const extra: Statement[] = []
+  const recordAt = record === undefined ? -1 : 1 + extra.push(record)
+  const settingsAt = ctx.settings === undefined ? -1 : 1 + extra.push(ctx.settings)
+  const head = 2 + extra.length
   const pipelines = batches(waves, port.maxPipeline, head, idStatement ? 2 : 1)
   let connection: Connection
   try {
@@ -102,8 +113,7 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
       const batch = pipelines[index]!
       const first = index === 0
       const last = index === pipelines.length - 1
-      // The settings after the capture: the ledger's row is written as the connection's own role.
-      const pipeline: Statement[] = first ? (ctx.settings === undefined ? [BEGIN, captured.statement] : [BEGIN, captured.statement, ctx.settings]) : []
+      const pipeline: Statement[] = first ? [BEGIN, captured.statement, ...extra] : []
       for (const s of batch.statements) {
         ctx.onQuery?.({ phase: 'write', text: s.text, params: s.params })
         pipeline.push(s)
@@ -125,10 +135,12 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
       if (last && idStatement) landCarriedIds(ids!, answers[commitAt + 1], (answer: Answer) => answer.rows as unknown[][])
       const settled = last && idStatement ? answers.slice(0, commitAt + 1) : answers
       const offset = first ? head : 0
-      const settingsAnswer = first && head === 3 ? answers[2] : undefined
+      const recordAnswer = first && recordAt >= 0 ? answers[recordAt] : undefined
+      const settingsAnswer = first && settingsAt >= 0 ? answers[settingsAt] : undefined
       const failure = timedOut
         ? new Error('flush timed out')
         : ((captureAnswer?.status === 'rejected' && capture.missingTable(captureAnswer.reason, normalize)) ||
+          (recordAnswer?.status === 'rejected' && refusedRecord(recordAnswer.reason, normalize)) ||
           (settingsAnswer?.status === 'rejected' && refusedSettings(settingsAnswer.reason, normalize)) ||
           firstFailure(settled, offset, batch.statements, normalize))
       if (failure !== undefined) {
