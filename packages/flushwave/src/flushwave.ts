@@ -203,12 +203,13 @@ export class Flushwave<D extends SchemaDefs> {
   unitOfWork<T>(work: (em: EntityManager<D>) => Promise<T>, options?: UnitOfWorkOptions): Promise<UnitOfWorkResult<T>>
   unitOfWork<T>(work: (em: EntityManager<D>) => Promise<T>, options: UnitOfWorkOptions & { readonly idempotencyKey?: string } = {}): Promise<UnitOfWorkResult<T> | IdempotentResult<T>> {
     const { settings, role, statementTimeoutMs, idempotencyKey, ...policy } = options
-    const session = { settings, role, statementTimeoutMs }
-    this.em(session) // checks the session once, before the first attempt
-    if (idempotencyKey === undefined) return runUnitOfWork(() => this.em(session), work, policy)
+    // Checked once, before the first attempt; every attempt's EntityManager shares the executor.
+    const executor = this.sessionExecutor({ settings, role, statementTimeoutMs }, 'orm.unitOfWork()')
+    const newEm = () => this.emOn(executor)
+    if (idempotencyKey === undefined) return runUnitOfWork(newEm, work, policy)
     if (this.executor.recordsKeys !== true) throw new FlushwaveError('idempotencyKey: this executor cannot record keys (its recordsKeys is not true)')
     checkKey(idempotencyKey)
-    return runIdempotent(() => this.em(session), work as (em: EntityManager<D>) => Promise<JsonValue>, idempotencyKey, this.keys, policy) as Promise<IdempotentResult<T>>
+    return runIdempotent(newEm, work as (em: EntityManager<D>) => Promise<JsonValue>, idempotencyKey, this.keys, policy) as Promise<IdempotentResult<T>>
   }
 
   /**
@@ -217,13 +218,19 @@ export class Flushwave<D extends SchemaDefs> {
    * its settings, role and statement timeout right after BEGIN, in the same pipeline.
    */
   em(session: SessionOptions = {}): EntityManager<D> {
-    checkSession(session, 'orm.em()')
-    let executor = this.executor
-    if (Object.keys(session.settings ?? {}).length > 0 || session.role !== undefined || session.statementTimeoutMs !== undefined) {
-      if (executor.withSession === undefined) throw new FlushwaveError('orm.em(): this executor takes no settings (its withSession() is missing)')
-      executor = executor.withSession(session)
-    }
+    return this.emOn(this.sessionExecutor(session, 'orm.em()'))
+  }
+
+  private emOn(executor: Executor): EntityManager<D> {
     return new EntityManager(this.schema, executor, this.ids, this.hooks, this.maxRowsPerStatement, this.reads)
+  }
+
+  /** The executor, with `session` applied when it sets anything; checked first. */
+  private sessionExecutor(session: SessionOptions, where: string): Executor {
+    checkSession(session, where)
+    if (Object.keys(session.settings ?? {}).length === 0 && session.role === undefined && session.statementTimeoutMs === undefined) return this.executor
+    if (this.executor.withSession === undefined) throw new FlushwaveError(`${where}: this executor takes no settings (its withSession() is missing)`)
+    return this.executor.withSession(session)
   }
 }
 

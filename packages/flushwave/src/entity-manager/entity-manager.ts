@@ -127,7 +127,7 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
           this.readOnly = false
         }
       }
-      value = await (withOptions ? outer.transaction(inside, options) : outer.transaction(inside))
+      value = await outer.transaction(inside, options)
     } catch (error) {
       // Ids that flushes inside took are free again once the rollback is certain: the callback threw
       // (COMMIT was never sent) or the server refused COMMIT. A connection lost at COMMIT may have committed.

@@ -78,13 +78,11 @@ export function checkKey(key: unknown): void {
 
 /** The result as the JSON recorded with the key (wrapped, so that undefined comes back undefined). */
 function recordable(value: unknown): string {
-  let json: string | undefined
   try {
-    json = JSON.stringify({ value })
+    return JSON.stringify({ value })
   } catch (error) {
     throw new FlushwaveError(`an idempotent unit of work must return a JSON value, recorded with its key: ${(error as Error).message}`, { cause: error })
   }
-  return json
 }
 
 /** Runs `prune` at most once per `everyMs`, in the background. */
@@ -97,4 +95,3 @@ export function pruneEvery(everyMs: number, prune: () => Promise<unknown>): () =
     prune().catch(() => undefined) // the next one tries again
   }
 }
-

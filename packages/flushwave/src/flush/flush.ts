@@ -118,7 +118,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   const refill = inserted && !ctx.inTransaction ? ctx.ids.dueRefill(inserted) : undefined
   let outcome
   try {
-    outcome = ctx.record === undefined ? await ctx.executor.write(waves, refill) : await ctx.executor.write(waves, refill, { record: ctx.record })
+    outcome = await ctx.executor.write(waves, refill, ctx.record === undefined ? undefined : { record: ctx.record })
   } catch (error) {
     // Ids of a rolled-back transaction were never committed by anyone: safe to use again.
     if (error instanceof FlushError || (error instanceof ConnectionLostError && error.outcome === 'rolled-back')) {

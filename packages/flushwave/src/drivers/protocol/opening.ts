@@ -1,7 +1,7 @@
 import type { FlushwaveError } from '../../errors.js'
 import type { ServerError } from '../port.js'
 import { lost } from './failures.js'
-import { endsSession, isServerError, settingsError } from './pg-error.js'
+import { protocolRefusal, settingsError } from './pg-error.js'
 
 /** The settings statement behind BEGIN failed: `reason` is its error (the executor types it). */
 export class SettingsRefused extends Error {
@@ -35,6 +35,5 @@ export async function afterSettings<T>(applied: PromiseLike<unknown>, fn: () => 
 
 /** A SettingsRefused as the application sees it: the server's refusal typed, or a lost connection (nothing was committed). */
 export function refusal(error: SettingsRefused, normalize: (error: ServerError) => ServerError): FlushwaveError {
-  const reason = error.reason
-  return isServerError(reason) && !endsSession(reason) ? settingsError(normalize(reason), reason) : lost(reason, 'rolled-back', undefined)
+  return protocolRefusal(error.reason, normalize, settingsError) ?? lost(error.reason, 'rolled-back', undefined)
 }

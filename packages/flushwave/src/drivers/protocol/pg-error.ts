@@ -77,19 +77,23 @@ export class KeyUsed extends FlushError {
   override name = 'KeyUsed'
 }
 
+/**
+ * A server error of one of the protocol's own statements after BEGIN (the record, the settings)
+ * typed, or undefined when it is no server error or one that ended the session: the caller then
+ * finds out what became of the connection.
+ */
+export function protocolRefusal(reason: unknown, normalize: (error: ServerError) => ServerError, type: (error: ServerError, cause: unknown) => FlushError): FlushError | undefined {
+  return isServerError(reason) && !endsSession(reason) ? type(normalize(reason), reason) : undefined
+}
+
 /** The record statement of an idempotent unit of work failed (render-idempotency.ts). */
 export function recordError(error: ServerError, cause: unknown = error): FlushError {
-  const failure: StatementFailure = { code: error.code, table: 'unknown', entity: undefined, constraint: undefined, detail: error.detail }
-  if (error.code === '22P02' && error.message.includes(REPLAY_MARK)) return new KeyUsed('the idempotency key was used already; nothing was committed', failure, { cause })
+  if (error.code === '22P02' && error.message.includes(REPLAY_MARK)) return new KeyUsed('the idempotency key was used already; nothing was committed', noTable(error), { cause })
   if (error.code === '42P01') {
-    return new FlushError(
-      `the idempotency keys' table is missing (${error.message}): create it with idempotencyTableSql(), or createTablesSql(schema, { idempotencyKeys: true }); nothing was committed`,
-      failure,
-      { cause },
-    )
+    const message = `the idempotency keys' table is missing (${error.message}): create it with idempotencyTableSql(), or createTablesSql(schema, { idempotencyKeys: true }); nothing was committed`
+    return new FlushError(message, noTable(error), { cause })
   }
-  const ErrorClass = classes[error.code] ?? FlushError
-  return new ErrorClass(`recording the idempotency key failed: ${error.message}; nothing was committed`, failure, { cause })
+  return protocolError('recording the idempotency key failed', error, cause)
 }
 
 /**
@@ -97,10 +101,16 @@ export function recordError(error: ServerError, cause: unknown = error): FlushEr
  * (a role that does not exist or may not be taken, a value the parameter does not take).
  */
 export function settingsError(error: ServerError, cause: unknown = error): FlushError {
-  const failure: StatementFailure = { code: error.code, table: 'unknown', entity: undefined, constraint: undefined, detail: error.detail }
-  const ErrorClass = classes[error.code] ?? FlushError
-  return new ErrorClass(`the transaction's settings (settings, role, statementTimeoutMs) were refused: ${error.message}${error.detail ? ` — ${error.detail}` : ''}; nothing was committed`, failure, { cause })
+  return protocolError("the transaction's settings (settings, role, statementTimeoutMs) were refused", error, cause)
 }
+
+function protocolError(what: string, error: ServerError, cause: unknown): FlushError {
+  const ErrorClass = classes[error.code] ?? FlushError
+  return new ErrorClass(`${what}: ${error.message}${error.detail ? ` — ${error.detail}` : ''}; nothing was committed`, noTable(error), { cause })
+}
+
+/** A failure of a statement that writes no table of the schema's. */
+const noTable = (error: ServerError): StatementFailure => ({ code: error.code, table: 'unknown', entity: undefined, constraint: undefined, detail: error.detail })
 
 /** Names the entity and table a failed statement wrote, with the server's own words. */
 export function flushError(error: ServerError, op: Op | undefined, cause: unknown = error): FlushError {

@@ -1,6 +1,6 @@
 import type { Statement } from '../../sql/statement.js'
 import { BEGIN, COMMIT, ReserveTimeout, type Answer, type Connection, type Port, type ServerError } from '../port.js'
-import { endsSession, IN_FAILED_TRANSACTION, isServerError, settingsError } from './pg-error.js'
+import { IN_FAILED_TRANSACTION, isServerError, protocolRefusal, settingsError } from './pg-error.js'
 import { isConnectionFailure } from './reads.js'
 
 interface PendingRead {
@@ -54,9 +54,9 @@ export class SessionReads {
       const { settled } = await connection.send([BEGIN, this.settings, ...reads, COMMIT])
       broken = settled.some((s) => s === undefined || (s.status === 'rejected' && isConnectionFailure(s.reason)))
       const applied = settled[1]
-      if (applied?.status === 'rejected' && isServerError(applied.reason) && !endsSession(applied.reason)) {
-        const error = settingsError((this.port.serverError ?? same)(applied.reason), applied.reason)
-        for (const read of batch) read.reject(error)
+      const refused = applied?.status === 'rejected' ? protocolRefusal(applied.reason, this.port.serverError ?? same, settingsError) : undefined
+      if (refused !== undefined) {
+        for (const read of batch) read.reject(refused)
         return
       }
       batch.forEach((read, i) => this.answer(read, settled[2 + i]))

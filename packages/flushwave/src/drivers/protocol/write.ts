@@ -10,7 +10,7 @@ import type { Capture } from './capture.js'
 import { landCarriedIds } from './carried-ids.js'
 import { firstFailure, lost, unknownFailure } from './failures.js'
 import { OUTCOME_BUDGET_MS, resolveOutcome } from './outcome.js'
-import { endsSession, isServerError, recordError, settingsError } from './pg-error.js'
+import { protocolRefusal, recordError, settingsError } from './pg-error.js'
 import { until } from './timeout.js'
 
 /** What the flush protocol needs besides the port: the executor's settings and its onQuery. */
@@ -24,6 +24,7 @@ export interface WriteContext {
 }
 
 const sameError = (error: ServerError): ServerError => error
+const NO_EXTRA: Statement[] = []
 
 /**
  * One flush: BEGIN, the outcome capture, every statement and COMMIT in one pipeline (more only when
@@ -58,16 +59,6 @@ class StatementsLost extends Error {
   }
 }
 
-/** The record statement's own failure: the key used already (KeyUsed), a missing table, or the server's error. */
-function refusedRecord(reason: unknown, normalize: (error: ServerError) => ServerError): FlushError | undefined {
-  return isServerError(reason) && !endsSession(reason) ? recordError(normalize(reason), reason) : undefined
-}
-
-/** The settings statement's own refusal (not a lost connection, which the caller finds out about), typed. */
-function refusedSettings(reason: unknown, normalize: (error: ServerError) => ServerError): FlushError | undefined {
-  return isServerError(reason) && !endsSession(reason) ? settingsError(normalize(reason), reason) : undefined
-}
-
 /** 26000: a prepared statement the connection's driver sent by name no longer exists on the server. */
 const lostStatement = (answer: PromiseSettledResult<unknown> | undefined): boolean => answer?.status === 'rejected' && (answer.reason as { code?: unknown } | null)?.code === '26000'
 
@@ -78,8 +69,8 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
   const normalize = port.serverError ?? sameError
   // After BEGIN and the capture: the idempotency key's record (as the connection's own user, like
   // the ledger's row), then the EntityManager's settings.
-  // Indexes are in the first pipeline: BEGIN 0, the capture 1, then these.
-  const extra: Statement[] = []
+  // Indexes are in the first pipeline: BEGIN 0, the capture 1, then these. Most flushes have none.
+  const extra: Statement[] = record === undefined && ctx.settings === undefined ? NO_EXTRA : []
   const recordAt = record === undefined ? -1 : 1 + extra.push(record)
   const settingsAt = ctx.settings === undefined ? -1 : 1 + extra.push(ctx.settings)
   const head = 2 + extra.length
@@ -113,7 +104,7 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
       const batch = pipelines[index]!
       const first = index === 0
       const last = index === pipelines.length - 1
-      const pipeline: Statement[] = first ? [BEGIN, captured.statement, ...extra] : []
+      const pipeline: Statement[] = first ? (extra === NO_EXTRA ? [BEGIN, captured.statement] : [BEGIN, captured.statement, ...extra]) : []
       for (const s of batch.statements) {
         ctx.onQuery?.({ phase: 'write', text: s.text, params: s.params })
         pipeline.push(s)
@@ -140,8 +131,8 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
       const failure = timedOut
         ? new Error('flush timed out')
         : ((captureAnswer?.status === 'rejected' && capture.missingTable(captureAnswer.reason, normalize)) ||
-          (recordAnswer?.status === 'rejected' && refusedRecord(recordAnswer.reason, normalize)) ||
-          (settingsAnswer?.status === 'rejected' && refusedSettings(settingsAnswer.reason, normalize)) ||
+          (recordAnswer?.status === 'rejected' && protocolRefusal(recordAnswer.reason, normalize, recordError)) ||
+          (settingsAnswer?.status === 'rejected' && protocolRefusal(settingsAnswer.reason, normalize, settingsError)) ||
           firstFailure(settled, offset, batch.statements, normalize))
       if (failure !== undefined) {
         // A pipelined COMMIT after a failure comes back as ROLLBACK; without one, end it below.
