@@ -7,10 +7,12 @@
  *   CONNECTIONS=10                 concurrent connections (1..256)
  *   PORT=3000                      the example's port
  *   BOOKS=0                        only the first N published books (1: one hot book); 0 = all
+ *   IDEMPOTENCY=0                  1: every checkout sends an Idempotency-Key of its own (a new UUID)
  *
  * Prints requests per second, latency percentiles, status codes, and what the Server-Timing headers
  * said about the flushes (duration, round trips, retried attempts).
  */
+import { randomUUID } from 'node:crypto'
 import autocannon from 'autocannon'
 
 const HANDLERS = ['review', 'checkout', 'patch'] as const
@@ -21,10 +23,12 @@ const duration = Number(process.env.DURATION ?? 10)
 const connections = Number(process.env.CONNECTIONS ?? 10)
 const port = Number(process.env.PORT ?? 3000)
 const hot = Number(process.env.BOOKS ?? 0)
+const keyed = (process.env.IDEMPOTENCY ?? '0') === '1'
 if (!HANDLERS.includes(handler)) fail(`HANDLER must be one of ${HANDLERS.join(', ')}, got ${JSON.stringify(process.env.HANDLER)}`)
 if (!(Number.isInteger(duration) && duration >= 1 && duration <= 300)) fail(`DURATION must be 1..300 seconds, got ${JSON.stringify(process.env.DURATION)}`)
 if (!(Number.isInteger(connections) && connections >= 1 && connections <= 256)) fail(`CONNECTIONS must be 1..256, got ${JSON.stringify(process.env.CONNECTIONS)}`)
 if (!(Number.isInteger(hot) && hot >= 0)) fail(`BOOKS must be a whole number (0: all books), got ${JSON.stringify(process.env.BOOKS)}`)
+if (!['0', '1'].includes(process.env.IDEMPOTENCY ?? '0')) fail(`IDEMPOTENCY must be 0 or 1, got ${JSON.stringify(process.env.IDEMPOTENCY)}`)
 if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) fail(`PORT must be a port number, got ${JSON.stringify(process.env.PORT)}`)
 
 // Loopback only, whatever the environment says.
@@ -123,7 +127,8 @@ const requests: autocannon.Request[] = {
         const count = 1 + Math.floor(Math.random() * Math.min(3, books.length))
         while (chosen.size < count) chosen.add(pick(books).id)
         const lines = [...chosen].map((bookId) => ({ bookId, quantity: 1 }))
-        return { ...request, body: JSON.stringify({ customerId: pick(customers).id, lines }) }
+        const body = JSON.stringify({ customerId: pick(customers).id, lines })
+        return { ...request, body, ...(keyed ? { headers: { ...json, 'idempotency-key': randomUUID() } } : {}) }
       },
       onResponse,
     },
@@ -153,7 +158,7 @@ const requests: autocannon.Request[] = {
   ],
 }[handler] as autocannon.Request[]
 
-const what = { review: 'POST /books/:id/reviews', checkout: 'POST /checkout', patch: 'PATCH /books/:id' }[handler]
+const what = { review: 'POST /books/:id/reviews', checkout: `POST /checkout${keyed ? ' (Idempotency-Key)' : ''}`, patch: 'PATCH /books/:id' }[handler]
 console.log(`${what} on ${base}: ${connections} connections for ${duration} s (${books.length} books${hot > 0 ? ` of ${published.length}: ids ${books.map((b) => b.id).join(', ')}` : ''}, ${customers.length} customers)…`)
 if (handler === 'patch' && books.length < connections) console.log('note: fewer books than connections: some PATCHes will share a book, so expect 409s')
 

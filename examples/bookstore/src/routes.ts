@@ -1,11 +1,12 @@
 /**
  * The handlers. Each request gets its own EntityManager (`orm.em()`); each write handler reads what
- * it needs, changes entities in memory and ends with one `em.flush()`: BEGIN, every statement and
- * COMMIT in one pipeline, all or nothing. The Server-Timing header tells how long that took and how
+ * it needs, changes entities in memory and ends with one `em.flush()` (a checkout with an
+ * Idempotency-Key leaves it to `orm.unitOfWork`): BEGIN, every statement and COMMIT in one pipeline,
+ * all or nothing. The Server-Timing header tells how long that took and how
  * many round trips it waited on.
  */
 import type { FastifyInstance } from 'fastify'
-import { CheckViolationError, type Flushwave } from 'flushwave'
+import { CheckViolationError, type EntityManager, type Flushwave } from 'flushwave'
 import { HttpError } from './errors.js'
 import {
   checkoutBody,
@@ -27,10 +28,11 @@ import {
   type MoveBooksBody,
   type PatchBookBody,
 } from './http-schemas.js'
-import { isConcurrencyConflict, isTagRace, retrying } from './retry.js'
-import type { Book, Defs, Stock, Tag } from './schema.js'
+import { fingerprint, idempotencyKeyOf, replay, type Recorded } from './idempotency.js'
+import { isConcurrencyConflict, isTagRace, MAX_ATTEMPTS, retrying } from './retry.js'
+import type { Book, Customer, Defs, Order, OrderLine, Stock, Tag } from './schema.js'
 import { timed } from './server-timing.js'
-import { authorView, BOOK_RELATIONS, bookView, customerView, fromCents, fullBookView, orderView, populateBooks, reviewView, toCents } from './views.js'
+import { authorView, BOOK_RELATIONS, bookView, customerSummary, customerView, fromCents, fullBookView, orderView, populateBooks, reviewView, toCents } from './views.js'
 
 const byId = <T extends { id: number }>(a: T, b: T): number => a.id - b.id
 
@@ -223,64 +225,110 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
   })
 
   /**
-   * A checkout in one unit of work over five tables: an order and its lines (inserts), the stock of
-   * each book and the customer's order count (atomic increments: `quantity = quantity - n` on the
-   * server, so concurrent checkouts of one book never conflict) and an audit row. The stock read
-   * answers a shortage early; the CHECK (quantity >= 0) settles a race for the last copies, and
-   * its CheckViolationError becomes the same 409. Deadlocks and the like are still retried.
+   * A checkout in one unit of work over five tables (see placeOrder). The stock read answers a
+   * shortage early; the CHECK (quantity >= 0) settles a race for the last copies, and its
+   * CheckViolationError becomes the same 409. Deadlocks and the like are still retried.
+   *
+   * With an Idempotency-Key header, the checkout runs as an idempotent unit of work: its flush also
+   * records the key with the response body, so that the same request sent again is answered from the
+   * record (201, `Idempotent-Replayed: true`) and writes nothing (see idempotency.ts).
    */
   app.post<{ Body: CheckoutBody }>('/checkout', { schema: { body: checkoutBody } }, async (request, reply) => {
-    const { customerId, reference = null } = request.body
-    // One line per book, in id order.
-    const quantities = new Map<number, number>()
-    for (const line of request.body.lines) quantities.set(line.bookId, (quantities.get(line.bookId) ?? 0) + line.quantity)
-    const bookIds = [...quantities.keys()].sort((a, b) => a - b)
-
-    return retrying(isConcurrencyConflict, async (attempt) => {
-      const em = orm.em()
-      const [customer, books, stocks] = await Promise.all([
-        em.load('Customer', customerId),
-        Promise.all(bookIds.map((id) => em.tryLoad('Book', id))),
-        em.find('Stock', { book: { in: bookIds } }),
-      ])
-      const missing = bookIds.filter((_, i) => !books[i])
-      if (missing.length > 0) throw new HttpError(404, { error: 'not found', entity: 'Book', ids: missing })
-      const unpublished = (books as Book[]).filter((b) => !b.published).map((b) => b.id)
-      if (unpublished.length > 0) throw new HttpError(409, { error: 'not for sale', entity: 'Book', ids: unpublished })
-      const stockOf = new Map<number, Stock>(stocks.map((s) => [s.book.id, s]))
-      const shortages = bookIds
-        .map((id) => ({ bookId: id, requested: quantities.get(id)!, available: stockOf.get(id)?.quantity ?? 0 }))
-        .filter((s) => s.requested > s.available)
-      if (shortages.length > 0) throw new HttpError(409, { error: 'insufficient stock', problems: shortages })
-
-      let total = 0
-      const order = em.create('Order', { customer, reference, total: '0' })
-      const lines = (books as Book[]).map((book) => {
-        const quantity = quantities.get(book.id)!
-        total += toCents(book.price) * quantity
-        em.increment(stockOf.get(book.id)!, 'quantity', -quantity)
-        return em.create('OrderLine', { order, book, title: book.title, quantity, unitPrice: book.price })
+    const key = idempotencyKeyOf(request)
+    const input = checkoutInput(request.body)
+    if (key === undefined) {
+      return retrying(isConcurrencyConflict, async (attempt) => {
+        const em = orm.em()
+        const { order, lines, customer } = await placeOrder(em, input)
+        timed(reply, await em.flush().catch(rejectShortage), attempt)
+        reply.code(201)
+        return { order: orderView(order, lines), customer: customerView(customer) }
       })
-      order.total = fromCents(total)
-      em.increment(customer, 'orderCount', 1)
-      em.create('AuditLog', {
-        order,
-        action: 'checkout',
-        subject: `customer:${customer.id}`,
-        detail: { reference, total: order.total, lines: lines.map((l) => ({ bookId: l.book!.id, quantity: l.quantity })) },
-      })
+    }
 
-      try {
-        timed(reply, await em.flush(), attempt)
-      } catch (error) {
-        // Another checkout took the last copies after this one read the stock.
-        if (error instanceof CheckViolationError && error.constraint === 'stock_quantity_check') {
-          throw new HttpError(409, { error: 'insufficient stock', constraint: error.constraint })
-        }
-        throw error
-      }
-      reply.code(201)
-      return { order: orderView(order, lines), customer: customerView(customer) }
-    })
+    const scoped = `checkout:${key}` // keys are global: this one is the checkout's
+    const fingerprinted = fingerprint(request.body)
+    const run = await orm
+      .unitOfWork(
+        async (em): Promise<Recorded> => {
+          const { order, lines, customer } = await placeOrder(em, input)
+          // The body is recorded before the flush: it holds only what is known now. The ids come
+          // from the id pool, createdAt from this process's clock; the customer's order count and
+          // version are left out, as the flush's increment sets them on the server.
+          await em.assignIds()
+          return { request: fingerprinted, body: JSON.stringify({ order: orderView(order, lines), customer: customerSummary(customer) }) }
+        },
+        { idempotencyKey: scoped, attempts: MAX_ATTEMPTS, retryOn: isConcurrencyConflict },
+      )
+      // A request sent again after its checkout committed may find the books sold out by that very
+      // checkout: orm.unitOfWork then answers from the key's record (replayed), not with this 409.
+      .catch(rejectShortage)
+    if (run.replayed) return replay(reply, run.value, fingerprinted)
+    timed(reply, run.flush!, run.attempts)
+    return reply.code(201).type('application/json; charset=utf-8').send(run.value.body)
   })
+}
+
+interface CheckoutInput {
+  customerId: number
+  reference: string | null
+  /** Quantity per book, the lines of one book added up. */
+  quantities: Map<number, number>
+  /** In id order. */
+  bookIds: number[]
+}
+
+function checkoutInput(body: CheckoutBody): CheckoutInput {
+  const quantities = new Map<number, number>()
+  for (const line of body.lines) quantities.set(line.bookId, (quantities.get(line.bookId) ?? 0) + line.quantity)
+  return { customerId: body.customerId, reference: body.reference ?? null, quantities, bookIds: [...quantities.keys()].sort((a, b) => a - b) }
+}
+
+/**
+ * Reads the customer, the books and their stock, answers 404 or 409 before anything is written,
+ * and makes the changes: an order and its lines (inserts), the stock of each book and the
+ * customer's order count (atomic increments: `quantity = quantity - n` on the server, so
+ * concurrent checkouts of one book never conflict) and an audit row. The caller flushes.
+ */
+async function placeOrder(em: EntityManager<Defs>, { customerId, reference, quantities, bookIds }: CheckoutInput): Promise<{ order: Order; lines: OrderLine[]; customer: Customer }> {
+  const [customer, books, stocks] = await Promise.all([
+    em.load('Customer', customerId),
+    Promise.all(bookIds.map((id) => em.tryLoad('Book', id))),
+    em.find('Stock', { book: { in: bookIds } }),
+  ])
+  const missing = bookIds.filter((_, i) => !books[i])
+  if (missing.length > 0) throw new HttpError(404, { error: 'not found', entity: 'Book', ids: missing })
+  const unpublished = (books as Book[]).filter((b) => !b.published).map((b) => b.id)
+  if (unpublished.length > 0) throw new HttpError(409, { error: 'not for sale', entity: 'Book', ids: unpublished })
+  const stockOf = new Map<number, Stock>(stocks.map((s) => [s.book.id, s]))
+  const shortages = bookIds
+    .map((id) => ({ bookId: id, requested: quantities.get(id)!, available: stockOf.get(id)?.quantity ?? 0 }))
+    .filter((s) => s.requested > s.available)
+  if (shortages.length > 0) throw new HttpError(409, { error: 'insufficient stock', problems: shortages })
+
+  let total = 0
+  const order = em.create('Order', { customer, reference, total: '0' })
+  const lines = (books as Book[]).map((book) => {
+    const quantity = quantities.get(book.id)!
+    total += toCents(book.price) * quantity
+    em.increment(stockOf.get(book.id)!, 'quantity', -quantity)
+    return em.create('OrderLine', { order, book, title: book.title, quantity, unitPrice: book.price })
+  })
+  order.total = fromCents(total)
+  em.increment(customer, 'orderCount', 1)
+  em.create('AuditLog', {
+    order,
+    action: 'checkout',
+    subject: `customer:${customer.id}`,
+    detail: { reference, total: order.total, lines: lines.map((l) => ({ bookId: l.book!.id, quantity: l.quantity })) },
+  })
+  return { order, lines, customer }
+}
+
+/** Another checkout took the last copies after this one read the stock: the same 409 as a shortage read. */
+function rejectShortage(error: unknown): never {
+  if (error instanceof CheckViolationError && error.constraint === 'stock_quantity_check') {
+    throw new HttpError(409, { error: 'insufficient stock', constraint: error.constraint })
+  }
+  throw error
 }

@@ -10,6 +10,7 @@ import knexFactory from 'knex'
 import pg from 'pg'
 import postgres from 'postgres'
 import { buildApp } from './app.js'
+import { IDEMPOTENCY_KEYS } from './idempotency.js'
 import { migrateLatest } from './migrate.js'
 import { hooks, schema, type Defs } from './schema.js'
 import { seed, type SeedResult } from './seed.js'
@@ -80,7 +81,9 @@ export async function startBookstore(options: BookstoreOptions): Promise<Booksto
       : undefined
   // An idle pooled client whose connection drops emits 'error' on the pool; the pool replaces it.
   pool?.on('error', () => undefined)
-  const orm = knex ? flushwave({ schema, knex, hooks }) : pool ? flushwave({ schema, pg: pool, hooks }) : flushwave({ schema, sql, hooks })
+  // Checkouts with an Idempotency-Key record it in flushwave_idempotency (made by the migrations).
+  const config = { schema, hooks, idempotencyKeys: IDEMPOTENCY_KEYS }
+  const orm = knex ? flushwave({ ...config, knex }) : pool ? flushwave({ ...config, pg: pool }) : flushwave({ ...config, sql })
   const app = buildApp({ orm, ...(options.logLevel ? { logLevel: options.logLevel } : {}) })
   try {
     options.configure?.(app)

@@ -21,7 +21,7 @@ export interface TestBookstore {
   readonly db: postgres.Sql
   /** Every response body received, for the "no stack trace, no SQL" check. */
   readonly bodies: string[]
-  call(method: string, path: string, body?: unknown, options?: { raw?: string; contentType?: string }): Promise<ApiResponse>
+  call(method: string, path: string, body?: unknown, options?: { raw?: string; contentType?: string; headers?: Record<string, string> }): Promise<ApiResponse>
   close(): Promise<void>
 }
 
@@ -53,11 +53,12 @@ export async function startTestBookstore(
     schema,
     db,
     bodies,
-    async call(method, path, body, { raw, contentType } = {}) {
+    async call(method, path, body, { raw, contentType, headers = {} } = {}) {
       const payload = raw ?? (body === undefined ? undefined : JSON.stringify(body))
       const response = await fetch(`${bookstore.url}${path}`, {
         method,
-        ...(payload === undefined ? {} : { body: payload, headers: { 'content-type': contentType ?? 'application/json' } }),
+        headers: { ...(payload === undefined ? {} : { 'content-type': contentType ?? 'application/json' }), ...headers },
+        ...(payload === undefined ? {} : { body: payload }),
       })
       const text = await response.text()
       bodies.push(text)

@@ -17,7 +17,10 @@ export interface IdempotentResult<T> {
   readonly flush: FlushResult | undefined
   /** Attempts made by this call. */
   readonly attempts: number
-  /** The key had been used: nothing was written, and `value` is the recorded result. */
+  /**
+   * `value` is the result recorded with the key, read back: by an earlier run (this call wrote
+   * nothing), or by this call's own flush whose answer was lost.
+   */
   readonly replayed: boolean
 }
 
@@ -35,8 +38,10 @@ export interface KeyStore {
  * result, right after the outcome capture in the same transaction. When the key is live already,
  * that statement fails before any write, the transaction rolls back, and the recorded result is
  * read and returned (`replayed`). A concurrent run of the same key waits on the row's lock, then
- * does the same. Retries after retryable failures as `orm.unitOfWork` does; a flush whose outcome
- * is unknown is thrown: calling again with the key is then safe.
+ * does the same. Retries after retryable failures as `orm.unitOfWork` does. When the work or the
+ * flush fails for good, the key's record is read once: a key recorded meanwhile (by another run, or
+ * by this run's flush whose answer was lost) answers with its result. Otherwise the error is
+ * thrown, and calling again with the key is safe.
  */
 export async function runIdempotent<D extends SchemaDefs, T extends JsonValue>(
   newEm: () => EntityManager<D>,
@@ -58,17 +63,30 @@ export async function runIdempotent<D extends SchemaDefs, T extends JsonValue>(
     } catch (error) {
       em.releaseIds()
       if (error instanceof KeyUsed) {
-        const recorded = await keys.executor.read(renderRecorded(keys.store, key))
-        const text = recorded[0]?.[0]
-        if (typeof text === 'string') return { value: (JSON.parse(text) as { value: T }).value, flush: undefined, attempts: attempt, replayed: true }
+        const recorded = await recordedValue<T>(keys, key)
+        if (recorded !== undefined) return { value: recorded.value, flush: undefined, attempts: attempt, replayed: true }
         // It expired between the two statements: the key is free again, so run as new (once more).
         if (attempt > attempts) throw error
         continue
       }
-      if (attempt >= attempts || !retryOn(error)) throw error
-      await new Promise((resolve) => setTimeout(resolve, backoff(attempt)))
+      if (attempt < attempts && retryOn(error)) {
+        await new Promise((resolve) => setTimeout(resolve, backoff(attempt)))
+        continue
+      }
+      // The work may have failed on what the run that recorded the key did (bought the last copies,
+      // say), or this run's own flush may have committed with its answer lost: either way the key's
+      // record answers. A read on the failure path only; unreachable, the error stands.
+      const recorded = await recordedValue<T>(keys, key).catch(() => undefined)
+      if (recorded !== undefined) return { value: recorded.value, flush: undefined, attempts: attempt, replayed: true }
+      throw error
     }
   }
+}
+
+/** The result recorded with a live key, or undefined when there is none. */
+async function recordedValue<T>(keys: KeyStore, key: string): Promise<{ value: T } | undefined> {
+  const text = (await keys.executor.read(renderRecorded(keys.store, key)))[0]?.[0]
+  return typeof text === 'string' ? (JSON.parse(text) as { value: T }) : undefined
 }
 
 /** Throws unless `key` can be an idempotency key. */

@@ -69,6 +69,24 @@ describe.each(EXECUTORS)('idempotent units of work on %s', (name: ExecutorName) 
     expect(await rows('k-concurrent')).toEqual([[writers[0]!.value.orderId, writers[0]!.value.amount]])
   })
 
+  it('a run whose work fails on what the recorded run did is answered from the record; without a record the error stands', async () => {
+    const buyTheLast = () =>
+      orm.unitOfWork(
+        async (em) => {
+          if ((await em.count('Order', { key: 'k-last' })) > 0) throw new Error('sold out')
+          return { orderId: em.create('Order', { key: 'k-last', amount: 1 }).id }
+        },
+        { idempotencyKey: 'k-last' },
+      )
+    const first = await buyTheLast()
+    events.length = 0
+    const again = await buyTheLast()
+    expect(again).toMatchObject({ replayed: true, flush: undefined, value: first.value })
+    expect(events.filter((e) => e.phase === 'write')).toEqual([])
+    const never = await orm.unitOfWork(async () => Promise.reject(new Error('sold out')), { idempotencyKey: 'k-never-recorded' }).catch((e: unknown) => e)
+    expect((never as Error).message).toBe('sold out')
+  })
+
   it('a unit of work with nothing to write still records its key and its result', async () => {
     const read = () => orm.unitOfWork(async (em) => ({ orders: await em.count('Order', {}) }), { idempotencyKey: 'k-read' })
     const first = await read()
