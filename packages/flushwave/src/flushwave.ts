@@ -21,6 +21,9 @@ import { IdPool } from './ids/id-pool.js'
 import { runUnitOfWork, type RetryPolicy, type UnitOfWorkResult } from './entity-manager/retry.js'
 import { warmUp, type WarmUpResult } from './flush/warm-up.js'
 import { UnitOfWork } from './entities/unit-of-work.js'
+import type { TelemetryOptions } from './telemetry/otel-types.js'
+import { withTelemetry } from './telemetry/setup.js'
+import type { Telemetry } from './telemetry/telemetry.js'
 
 export interface FlushwaveOptions<D extends SchemaDefs> {
   readonly schema: Schema<D>
@@ -91,6 +94,13 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
    * background, at most once a minute per process.
    */
   readonly idempotencyKeys?: { readonly table?: string; readonly keepSeconds?: number }
+  /**
+   * OpenTelemetry: with `@opentelemetry/api` installed, a span per flush, per read statement and
+   * per `em.transaction()`, and the histograms `db.client.operation.duration` and
+   * `flushwave.flush.round_trips`, to the global providers (or the ones given here). `false` turns
+   * it off; without the API there is nothing to turn off.
+   */
+  readonly telemetry?: TelemetryOptions | false
 }
 
 /** One per process (per database): holds the schema, the executor and the shared id pool. */
@@ -109,6 +119,7 @@ export class Flushwave<D extends SchemaDefs> {
    */
   private readonly hiddenClasses: readonly [EntityManager<D>, readonly object[]]
   private readonly keys: KeyStore
+  private readonly telemetry: Telemetry | undefined
 
   constructor(options: FlushwaveOptions<D>) {
     this.schema = options.schema
@@ -139,13 +150,16 @@ export class Flushwave<D extends SchemaDefs> {
     if (options.copyRows !== undefined && options.copyRows !== false && !(Number.isInteger(options.copyRows) && options.copyRows > 0)) {
       throw new FlushwaveError(`copyRows must be a positive whole number of rows or false, not ${String(options.copyRows)}`)
     }
-    this.executor =
+    const executor =
       options.executor ??
       (options.sql
         ? new PostgresJsExecutor(options.sql, settings, options.copyRows)
         : options.pglite
           ? new PGliteExecutor(options.pglite, settings)
           : new NodePostgresExecutor(options.pg ? poolSource(options.pg, names) : knexSource(options.knex!, names), settings, options.copyRows))
+    const observed = withTelemetry(executor, options.telemetry, options.sql ?? options.pg ?? options.knex ?? options.pglite)
+    this.executor = observed.executor
+    this.telemetry = observed.telemetry
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
     const keys = options.idempotencyKeys ?? {}
     const keepSeconds = keys.keepSeconds ?? DEFAULT_IDEMPOTENCY_KEEP_SECONDS
@@ -153,8 +167,8 @@ export class Flushwave<D extends SchemaDefs> {
     const keyTable = keys.table ?? DEFAULT_IDEMPOTENCY_TABLE
     if (typeof keyTable !== 'string' || keyTable.length === 0) throw new FlushwaveError('idempotencyKeys.table must be a table name')
     const store = idempotencyStore(keyTable, keepSeconds)
-    const executor = this.executor
-    this.keys = { store, executor, prune: pruneEvery(60_000, () => executor.read(renderPruneKeys(store))) }
+    const reader = this.executor
+    this.keys = { store, executor: reader, prune: pruneEvery(60_000, () => reader.read(renderPruneKeys(store))) }
     this.hiddenClasses = [this.em(), new UnitOfWork().keepHiddenClasses(this.schema.entities.values())]
   }
 
@@ -222,7 +236,7 @@ export class Flushwave<D extends SchemaDefs> {
   }
 
   private emOn(executor: Executor): EntityManager<D> {
-    return new EntityManager(this.schema, executor, this.ids, this.hooks, this.maxRowsPerStatement, this.reads)
+    return new EntityManager(this.schema, executor, this.ids, this.hooks, this.maxRowsPerStatement, this.reads, this.telemetry)
   }
 
   /** The executor, with `session` applied when it sets anything; checked first. */

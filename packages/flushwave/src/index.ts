@@ -2,6 +2,7 @@ export { flushwave, Flushwave, type FlushwaveOptions, type UnitOfWorkOptions } f
 export type { IsolationLevel, SessionOptions, TransactionOptions } from './sql/render-session.js'
 export { DEFAULT_IDEMPOTENCY_TABLE, idempotencyTableSql } from './sql/render-idempotency.js'
 export type { IdempotentResult, JsonValue } from './entity-manager/idempotent.js'
+export type { Attributes, AttributeValue, HistogramLike, MeterLike, MeterProviderLike, SpanLike, TelemetryOptions, TracerLike, TracerProviderLike } from './telemetry/otel-types.js'
 export { t, type Column, type Generated, type Id, type IdStrategy, type ManyToMany, type ManyToOne, type OnDelete, type OneToMany, type Timestamp } from './schema/builders.js'
 export { defineSchema, entity, Schema, type EntityDef, type EntityOptions, type IndexDef, type SchemaDefs } from './schema/define.js'
 export { createTablesSql, dropTablesSql } from './catalog/ddl.js'

@@ -98,10 +98,11 @@ export const mixedName = (table: string) => table.toUpperCase() as Mixed
 export const series: SeriesFactory = flushwaveSeries('flushwave')
 
 /**
- * The unit of work on Flushwave; `executor` swaps how the plan is sent (flushwave-begin), and
- * `outcomeLedger: false` turns the outcome ledger off (flushwave-noledger).
+ * The unit of work on Flushwave; `executor` swaps how the plan is sent (flushwave-begin),
+ * `outcomeLedger: false` turns the outcome ledger off (flushwave-noledger), `telemetry: false`
+ * OpenTelemetry (flushwave-nootel).
  */
-export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => Executor, settings: { outcomeLedger?: false } = {}, lib: Library = library): SeriesFactory {
+export function flushwaveSeries(name: string, executor?: (sql: postgres.Sql) => Executor, settings: { outcomeLedger?: false; telemetry?: false } = {}, lib: Library = library): SeriesFactory {
   const schema: Schema<Defs> = lib === library ? benchSchema : schemaOf(lib)
   return {
     name,

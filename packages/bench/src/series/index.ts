@@ -10,6 +10,7 @@ export const SERIES = [
   'flushwave-knex',
   'flushwave-begin',
   'flushwave-noledger',
+  'flushwave-nootel',
   'raw-pipelined',
   'raw-copy',
   'raw-sequential',

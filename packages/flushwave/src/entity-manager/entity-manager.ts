@@ -9,6 +9,7 @@ import type { ChangeSet } from '../flush/change-set.js'
 import { flushCandidates } from '../entities/dirty.js'
 import { needingIds } from '../flush/change-set.js'
 import { flush, type FlushResult } from '../flush/flush.js'
+import type { Telemetry } from '../telemetry/telemetry.js'
 import { afterCommitCalls, runBeforeHooks, validateHook, type HookTable } from './hooks.js'
 import { fetchOn, type IdPool } from '../ids/id-pool.js'
 import { TransactionJournal } from '../entities/transaction-journal.js'
@@ -85,6 +86,7 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
     private readonly hooks: Hooks<D> = {},
     private readonly maxRowsPerStatement: number = DEFAULT_MAX_ROWS,
     reads: ReadSettings = {},
+    private readonly telemetry?: Telemetry,
   ) {
     super(schema, executor, reads)
   }
@@ -127,7 +129,7 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
           this.readOnly = false
         }
       }
-      value = await outer.transaction(inside, options)
+      value = await (this.telemetry ? this.telemetry.transaction(options.isolation, () => outer.transaction(inside, options)) : outer.transaction(inside, options))
     } catch (error) {
       // Ids that flushes inside took are free again once the rollback is certain: the callback threw
       // (COMMIT was never sent) or the server refused COMMIT. A connection lost at COMMIT may have committed.
@@ -243,7 +245,12 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
    * and every validation rule is checked (nothing is sent if one fails), then ids are taken from
    * the pool and everything goes out in one pipeline.
    */
-  async flush(): Promise<FlushResult> {
+  flush(): Promise<FlushResult> {
+    const telemetry = this.telemetry
+    return telemetry === undefined ? this.flushChanges() : telemetry.flush(() => this.flushChanges(), this.uow.journal !== undefined)
+  }
+
+  private async flushChanges(): Promise<FlushResult> {
     const idempotent = idempotentRuns.get(this)
     if (idempotent === 'working') throw new EntityStateError(IDEMPOTENT_WORK)
     const record = idempotent?.record

@@ -19,6 +19,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['drivers/postgres-js/', 'drivers/node-postgres/', 'drivers/pglite/'],
   ['entities/'],
   ['flush/'],
+  ['telemetry/'],
   ['entity-manager/'],
   ['migrate/'],
   ['flushwave.ts', 'cli.ts'],
