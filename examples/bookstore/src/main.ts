@@ -1,7 +1,8 @@
 /**
  * `pnpm example` from the repository root: PostgreSQL (embedded, or DATABASE_URL), migrations, a
  * little seed data, and the API on http://localhost:3000 (PORT to change). LATENCY_MS=5 puts a real
- * toxiproxy between the app and the database. Ctrl-C stops everything it started.
+ * toxiproxy between the app and the database. TELEMETRY=console prints OpenTelemetry spans and
+ * metrics. Ctrl-C stops everything it started.
  *
  * `pnpm start` runs it as `node --import tsx`, not through the tsx CLI: the CLI relays Ctrl-C to its
  * child and SIGKILLs it unless the child acknowledges within 30 ms, which a busy machine can miss,
@@ -9,6 +10,7 @@
  */
 import { proxyDatabase, startDatabase, startToxiproxy, type LatencyProxy, type ToxiproxyServer } from 'devdb'
 import { startBookstore, type Bookstore } from './server.js'
+import { EXPORTERS, isExporterName, registerTelemetry } from './telemetry.js'
 
 const port = Number(process.env.PORT ?? 3000)
 const latencyMs = Number(process.env.LATENCY_MS ?? 0)
@@ -16,6 +18,10 @@ const poolMax = Number(process.env.POOL_MAX ?? 10)
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`PORT must be a port number, got ${JSON.stringify(process.env.PORT)}`)
 if (!(latencyMs >= 0)) fail(`LATENCY_MS must be a number of milliseconds ≥ 0, got ${JSON.stringify(process.env.LATENCY_MS)}`)
 if (!Number.isInteger(poolMax) || poolMax < 1) fail(`POOL_MAX must be a positive integer, got ${JSON.stringify(process.env.POOL_MAX)}`)
+const exporter = process.env.TELEMETRY || undefined
+if (exporter !== undefined && !isExporterName(exporter)) fail(`TELEMETRY must be ${Object.keys(EXPORTERS).join(' or ')} (or unset), got ${JSON.stringify(exporter)}`)
+// Before the orm is made: Flushwave reports to the global providers registered here.
+const telemetry = exporter ? registerTelemetry(EXPORTERS[exporter]()) : undefined
 
 // Stopped in reverse order by shutdown().
 let bookstore: Bookstore | undefined
@@ -46,6 +52,7 @@ async function start(): Promise<Bookstore> {
     seed: true,
     warmUp: process.env.WARM_UP !== '0',
     executor: process.env.EXECUTOR === 'knex' || process.env.EXECUTOR === 'pg' ? process.env.EXECUTOR : 'postgres',
+    traceRequests: telemetry !== undefined,
     ...(process.env.LOG_LEVEL ? { logLevel: process.env.LOG_LEVEL } : {}),
   }))
 }
@@ -69,7 +76,9 @@ const created = Object.entries(seeded?.created ?? {}).map(([table, n]) => `${tab
 console.log(`
 Bookstore API listening on ${base}  (bound to 127.0.0.1; ${where}${via})
 migrations: ${migrations.length ? `applied ${migrations.join(', ')}` : 'up to date'}; seed: ${created ? `created ${created}` : 'already there'}
-warm-up: ${warmedUp ? `${warmedUp.prepared} statement shapes prepared on ${warmedUp.connections} connections in ${warmedUp.durationMs.toFixed(0)} ms` : 'skipped (WARM_UP=0): the first flushes on each connection are cold'}
+warm-up: ${warmedUp ? `${warmedUp.prepared} statement shapes prepared on ${warmedUp.connections} connections in ${warmedUp.durationMs.toFixed(0)} ms` : 'skipped (WARM_UP=0): the first flushes on each connection are cold'}${
+  telemetry ? `\ntelemetry (TELEMETRY=${exporter}): a span per request, flush and read as each ends; metrics every 10 s and at exit` : ''
+}
 
 Try:
   curl -s ${base}/authors/${seeded?.authorId ?? 1}
@@ -98,6 +107,7 @@ async function shutdown(signal?: NodeJS.Signals): Promise<void> {
       }
     }
     await step('closing the server and the pool', async () => bookstore?.close())
+    await step('exporting the last spans and metrics', async () => telemetry?.shutdown())
     // A local toxiproxy goes with its proxies (and Ctrl-C in a terminal reaches it too); only a
     // shared one (TOXIPROXY_URL) needs ours removed.
     if (toxi?.external) await step('removing the proxy', async () => proxy?.remove())

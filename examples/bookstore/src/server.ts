@@ -37,6 +37,8 @@ export interface BookstoreOptions {
    * of a knex pool, as an application on knex would run).
    */
   executor?: 'postgres' | 'pg' | 'knex'
+  /** A span per HTTP request, to OpenTelemetry's global tracer (main.ts: TELEMETRY set). */
+  traceRequests?: boolean
   /** Called with the app before it listens (tests add routes here). */
   configure?: (app: FastifyInstance) => void
 }
@@ -84,7 +86,7 @@ export async function startBookstore(options: BookstoreOptions): Promise<Booksto
   // Checkouts with an Idempotency-Key record it in flushwave_idempotency (made by the migrations).
   const config = { schema, hooks, idempotencyKeys: IDEMPOTENCY_KEYS }
   const orm = knex ? flushwave({ ...config, knex }) : pool ? flushwave({ ...config, pg: pool }) : flushwave({ ...config, sql })
-  const app = buildApp({ orm, ...(options.logLevel ? { logLevel: options.logLevel } : {}) })
+  const app = buildApp({ orm, traceRequests: options.traceRequests === true, ...(options.logLevel ? { logLevel: options.logLevel } : {}) })
   try {
     options.configure?.(app)
     // The migrated database must match the schema the handlers flush with: fail at start-up with

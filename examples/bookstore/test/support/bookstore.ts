@@ -30,7 +30,7 @@ export interface TestBookstore {
  * test database, driven over HTTP with fetch.
  */
 export async function startTestBookstore(
-  options: Partial<Pick<BookstoreOptions, 'poolMax' | 'configure' | 'appDatabaseUrl' | 'seed' | 'warmUp' | 'executor'>> & { name?: string } = {},
+  options: Partial<Pick<BookstoreOptions, 'poolMax' | 'configure' | 'appDatabaseUrl' | 'seed' | 'warmUp' | 'executor' | 'traceRequests'>> & { name?: string } = {},
 ): Promise<TestBookstore> {
   const url = inject('databaseUrl')
   const schema = await createTestSchema(url, options.name ?? 'bookstore')
@@ -45,6 +45,7 @@ export async function startTestBookstore(
     ...(options.seed ? { seed: true } : {}),
     ...(options.warmUp ? { warmUp: true } : {}),
     ...(options.executor ? { executor: options.executor } : {}),
+    ...(options.traceRequests ? { traceRequests: true } : {}),
   })
   const db = postgres(url, { max: 1, onnotice: () => {}, ...searchPathOptions(schema.name) })
   const bodies: string[] = []
