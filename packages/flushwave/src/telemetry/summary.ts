@@ -23,7 +23,7 @@ export function summarize(text: string): QuerySummary {
   let summary: QuerySummary | undefined = summaries.get(text)
   if (summary === undefined) {
     const operation = OPERATION.exec(text)?.[1]?.toUpperCase()
-    const target = TARGET.exec(text)
+    const target = TARGET.exec(topLevel(text))
     const collection = target === null ? undefined : (target[2] === undefined ? unquote(target[1]!) : `${unquote(target[1]!)}.${unquote(target[2])}`)
     summary = { operation, collection, name: [operation, collection].filter((part) => part !== undefined).join(' ') || 'postgresql' }
     // Hand-written SQL may be made of values: keep a bounded number of texts.
@@ -31,6 +31,13 @@ export function summarize(text: string): QuerySummary {
     summaries.set(text, summary)
   }
   return summary
+}
+
+/** The text with what is inside parentheses left out: `extract(epoch from t.at)` names no table. */
+function topLevel(text: string): string {
+  let outer = text
+  for (let inner = ''; inner !== outer; ) [inner, outer] = [outer, outer.replace(/\([^()]*\)/g, '()')]
+  return outer
 }
 
 function unquote(name: string): string {

@@ -12,6 +12,8 @@ describe('span names and db.collection.name from a statement', () => {
     ['insert into "author" ("name") values ($1)', 'INSERT', 'author', 'INSERT author'],
     ['update "author" set "name" = $1', 'UPDATE', 'author', 'UPDATE author'],
     ['select nextval($1::regclass)', 'SELECT', undefined, 'SELECT'],
+    ['select floor(extract(epoch from t."created_at") * 1000) from "author" as t', 'SELECT', 'author', 'SELECT author'],
+    ['select * from (select 1 from "inner") as x', 'SELECT', undefined, 'SELECT'],
     ['', undefined, undefined, 'postgresql'],
   ])('%j', (text, operation, collection, name) => {
     expect(summarize(text)).toEqual({ operation, collection, name })
