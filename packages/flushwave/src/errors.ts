@@ -176,12 +176,18 @@ export class PermissionError extends FlushError {
 }
 
 /**
- * 25006: a write in a read-only transaction (`em.transaction(fn, { readOnly: true })`). A flush
- * there with changes is refused before anything is sent; the server's own refusal (a raw write
- * through `em.query`) gets the same class.
+ * 25006: a write in a read-only transaction. In `em.transaction(fn, { readOnly: true })` a flush
+ * with changes is refused before anything is sent (`retryable` false). The server's own refusal is
+ * `retryable`: a flush (or raw write) reached a server that is read only now, such as a primary
+ * demoted during a failover, and a retry may reach the new primary.
  */
 export class ReadOnlyTransactionError extends FlushError {
   override name = 'ReadOnlyTransactionError'
+  readonly retryable: boolean
+  constructor(message: string, failure: StatementFailure, options?: { cause?: unknown; retryable?: boolean }) {
+    super(message, failure, options)
+    this.retryable = options?.retryable ?? true
+  }
 }
 
 /** 57014: the statement ran past `statement_timeout` (or was cancelled). */

@@ -1,17 +1,11 @@
-import { NodePostgresExecutor } from './drivers/node-postgres/executor.js'
-import { PGliteExecutor, type PGliteLike } from './drivers/pglite/executor.js'
-import type { PgPool } from './drivers/node-postgres/pg-client.js'
-import { knexSource, type KnexLike } from './drivers/node-postgres/knex-source.js'
-import { poolSource } from './drivers/node-postgres/pg-source.js'
-import { StatementNames, type PrepareMode } from './drivers/node-postgres/named-statements.js'
 import { FlushwaveError, SchemaMismatchError, type SchemaDifference } from './errors.js'
-import type { Executor, QueryEvent } from './drivers/executor.js'
+import { PRIMARY, type Executor } from './drivers/executor.js'
+import { connect, type ConnectOptions } from './connect.js'
 import { checkSchemaWith } from './catalog/check.js'
 import { readMigrations } from './migrate/files.js'
 import { migrateUp, type MigrateOptions } from './migrate/runner.js'
-import { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js/executor.js'
-import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
 import { checkSession, type SessionOptions } from './sql/render-session.js'
+import { checkLsn } from './sql/render-replica.js'
 import { DEFAULT_IDEMPOTENCY_KEEP_SECONDS, DEFAULT_IDEMPOTENCY_TABLE, idempotencyStore, renderPruneKeys } from './sql/render-idempotency.js'
 import { checkKey, pruneEvery, runIdempotent, type IdempotentResult, type JsonValue, type KeyStore } from './entity-manager/idempotent.js'
 import type { Schema, SchemaDefs } from './schema/define.js'
@@ -21,66 +15,16 @@ import { IdPool } from './ids/id-pool.js'
 import { runUnitOfWork, type RetryPolicy, type UnitOfWorkResult } from './entity-manager/retry.js'
 import { warmUp, type WarmUpResult } from './flush/warm-up.js'
 import { UnitOfWork } from './entities/unit-of-work.js'
-import type { TelemetryOptions } from './telemetry/otel-types.js'
-import { withTelemetry } from './telemetry/setup.js'
 import type { Telemetry } from './telemetry/telemetry.js'
 
-export interface FlushwaveOptions<D extends SchemaDefs> {
+export interface FlushwaveOptions<D extends SchemaDefs> extends ConnectOptions {
   readonly schema: Schema<D>
-  /** Your postgres.js instance; Flushwave opens no pool of its own. One of `sql`, `pg`, `knex`, `executor`. */
-  readonly sql?: PostgresJsLike
-  /**
-   * Your node-postgres `pg.Pool` (pg 8.23 or later). Each flush checks out one client and pipelines
-   * it, switching its pipeline mode on for the flush: one round trip cold or warm, and through
-   * transaction-mode poolers (PgBouncer, RDS Proxy, Supavisor) too.
-   */
-  readonly pg?: PgPool
-  /** Your knex instance (`client: 'pg'`): flushes pipeline on a connection of its pool, inside your knex transaction when you pass one. */
-  readonly knex?: KnexLike
-  /**
-   * With `pg` or `knex`: whether statements are named, so that each connection parses a shape once
-   * and then only binds it. `'auto'` (the default) names them on connections found to be direct
-   * (not through a pooler); `true` everywhere (a pooler that keeps prepared statements, such as
-   * PgBouncer 1.21+ with `max_prepared_statements`); `false` never. postgres.js has its own
-   * `prepare` option.
-   */
-  readonly prepare?: PrepareMode
-  /**
-   * An insert of at least this many rows into one table goes by `COPY … FROM STDIN`
-   * (`FlushResult.copied`): in the flush's pipeline on `pg` and `knex`, at one round trip more on
-   * postgres.js; not on PGlite. Off by default (unset or `false`): measured through Flushwave, COPY's
-   * text format is not yet faster than unnest's arrays for most tables (docs/guide/writes.md).
-   */
-  readonly copyRows?: number | false
-  /**
-   * Your PGlite instance (`@electric-sql/pglite`): PostgreSQL in WebAssembly, in this process. A
-   * flush runs inside PGlite's own transaction, which holds its other queries back until COMMIT.
-   */
-  readonly pglite?: PGliteLike
-  /** Any other executor. */
-  readonly executor?: Executor
-  /** Called with every statement and its parameters, for debugging. */
-  readonly onQuery?: (event: QueryEvent) => void
   /** Spare sequence ids fetched with a table's first shortfall (default 256; doubles with each later one). */
   readonly idBlockSize?: number
   /** Rows per statement at most (default 10,000); larger flushes send more statements, still pipelined. */
   readonly maxRowsPerStatement?: number
-  /**
-   * Longest a flush may take, from taking a connection to COMMIT (default 30,000 ms). Past it the
-   * connection is cut and the server asked what became of the transaction: the flush then fails
-   * with FlushTimeoutError (or succeeds, when it had committed).
-   */
-  readonly flushTimeoutMs?: number
   /** Lifecycle hooks and validation: `{ entities: { Author: { beforeCreate, validate, … } }, beforeFlush, afterCommit }`. */
   readonly hooks?: Hooks<D>
-  /**
-   * The outcome ledger table (default `flushwave_outcome`; `createTablesSql` creates it, and
-   * `ledgerTableSql()` gives its two statements for a migration). Each flush writes one row to it
-   * in its own transaction, in the statement that already fetches the transaction id, so that a flush
-   * whose connection fails is resolved as committed or rolled back whenever the server can be
-   * reached. `false` flushes without it: such a flush can then end with `outcome: 'unknown'`.
-   */
-  readonly outcomeLedger?: string | false
   /**
    * Signs the page cursors of `em.findPage` (HMAC-SHA256), so that a client cannot forge one. Give
    * every process of an application the same secret; without one, cursors still carry a checksum
@@ -94,13 +38,6 @@ export interface FlushwaveOptions<D extends SchemaDefs> {
    * background, at most once a minute per process.
    */
   readonly idempotencyKeys?: { readonly table?: string; readonly keepSeconds?: number }
-  /**
-   * OpenTelemetry: with `@opentelemetry/api` installed, a span per flush, per read statement and
-   * per `em.transaction()`, and the histograms `db.client.operation.duration` and
-   * `flushwave.flush.round_trips`, to the global providers (or the ones given here). `false` turns
-   * it off; without the API there is nothing to turn off.
-   */
-  readonly telemetry?: TelemetryOptions | false
 }
 
 /** One per process (per database): holds the schema, the executor and the shared id pool. */
@@ -120,6 +57,8 @@ export class Flushwave<D extends SchemaDefs> {
   private readonly hiddenClasses: readonly [EntityManager<D>, readonly object[]]
   private readonly keys: KeyStore
   private readonly telemetry: Telemetry | undefined
+  /** The executor whose reads go to the primary (the executor itself, without replicas). */
+  private readonly primaryReads: Executor
 
   constructor(options: FlushwaveOptions<D>) {
     this.schema = options.schema
@@ -129,37 +68,11 @@ export class Flushwave<D extends SchemaDefs> {
       throw new FlushwaveError('cursorSecret must be a non-empty string')
     }
     this.reads = { cursorSecret: options.cursorSecret }
-    const timeoutMs = options.flushTimeoutMs
-    if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new FlushwaveError(`flushTimeoutMs must be a positive number of milliseconds, not ${timeoutMs}`)
-    const table = options.outcomeLedger ?? DEFAULT_LEDGER_TABLE
-    if (table !== false && (typeof table !== 'string' || table.length === 0)) throw new FlushwaveError(`outcomeLedger must be a table name or false, not ${String(table)}`)
-    const settings = {
-      ...(options.onQuery ? { onQuery: options.onQuery } : {}),
-      ...(timeoutMs === undefined ? {} : { timeoutMs }),
-      ...(table === false ? {} : { ledger: ledger(table) }),
-    }
-    this.ledgerTable = settings.ledger?.table
-    const given = [options.sql, options.pg, options.knex, options.pglite, options.executor].filter((x) => x !== undefined).length
-    if (given !== 1) throw new FlushwaveError('flushwave() takes exactly one of `sql` (postgres.js), `pg` (a pg.Pool), `knex`, `pglite` or `executor`')
-    if (options.prepare !== undefined && options.pg === undefined && options.knex === undefined) {
-      throw new FlushwaveError('`prepare` is for `pg` and `knex`; postgres.js takes its own `prepare` option (postgres(url, { prepare }))')
-    }
-    if (options.prepare !== undefined && options.prepare !== 'auto' && typeof options.prepare !== 'boolean') throw new FlushwaveError(`prepare must be 'auto', true or false, not ${String(options.prepare)}`)
-    const names = new StatementNames(options.prepare)
-    if (options.copyRows !== undefined && options.pglite !== undefined) throw new FlushwaveError('`copyRows` is for `sql`, `pg` and `knex`: PGlite flushes insert row sets as they are')
-    if (options.copyRows !== undefined && options.copyRows !== false && !(Number.isInteger(options.copyRows) && options.copyRows > 0)) {
-      throw new FlushwaveError(`copyRows must be a positive whole number of rows or false, not ${String(options.copyRows)}`)
-    }
-    const executor =
-      options.executor ??
-      (options.sql
-        ? new PostgresJsExecutor(options.sql, settings, options.copyRows)
-        : options.pglite
-          ? new PGliteExecutor(options.pglite, settings)
-          : new NodePostgresExecutor(options.pg ? poolSource(options.pg, names) : knexSource(options.knex!, names), settings, options.copyRows))
-    const observed = withTelemetry(executor, options.telemetry, options.sql ?? options.pg ?? options.knex ?? options.pglite)
-    this.executor = observed.executor
-    this.telemetry = observed.telemetry
+    const connection = connect(options)
+    this.executor = connection.executor
+    this.telemetry = connection.telemetry
+    this.ledgerTable = connection.ledgerTable
+    this.primaryReads = this.executor.after?.(PRIMARY) ?? this.executor
     this.ids = new IdPool(options.idBlockSize === undefined ? {} : { blockSize: options.idBlockSize })
     const keys = options.idempotencyKeys ?? {}
     const keepSeconds = keys.keepSeconds ?? DEFAULT_IDEMPOTENCY_KEEP_SECONDS
@@ -167,7 +80,8 @@ export class Flushwave<D extends SchemaDefs> {
     const keyTable = keys.table ?? DEFAULT_IDEMPOTENCY_TABLE
     if (typeof keyTable !== 'string' || keyTable.length === 0) throw new FlushwaveError('idempotencyKeys.table must be a table name')
     const store = idempotencyStore(keyTable, keepSeconds)
-    const reader = this.executor
+    // The keys are read where they are written: a replica may not have them yet.
+    const reader = this.primaryReads
     this.keys = { store, executor: reader, prune: pruneEvery(60_000, () => reader.read(renderPruneKeys(store))) }
     this.hiddenClasses = [this.em(), new UnitOfWork().keepHiddenClasses(this.schema.entities.values())]
   }
@@ -190,7 +104,7 @@ export class Flushwave<D extends SchemaDefs> {
    * partial indexes' conditions.
    */
   async checkSchema(): Promise<SchemaDifference[]> {
-    return checkSchemaWith(this.schema, this.ledgerTable, (statement) => this.executor.read(statement))
+    return checkSchemaWith(this.schema, this.ledgerTable, (statement) => this.primaryReads.read(statement))
   }
 
   /**
@@ -231,8 +145,13 @@ export class Flushwave<D extends SchemaDefs> {
    * flush's, `em.transaction()`'s, and the one its reads outside a transaction then run in) applies
    * its settings, role and statement timeout right after BEGIN, in the same pipeline.
    */
-  em(session: SessionOptions = {}): EntityManager<D> {
-    return this.emOn(this.sessionExecutor(session, 'orm.em()'))
+  em(options: EmOptions = {}): EntityManager<D> {
+    const { after, ...session } = options
+    const executor = this.sessionExecutor(session, 'orm.em()')
+    if (after === undefined) return this.emOn(executor)
+    if (after !== PRIMARY) checkLsn(after, 'orm.em({ after })')
+    // Without replicas every read is the primary's: the token has nothing to wait for.
+    return this.emOn(executor.after?.(after) ?? executor)
   }
 
   private emOn(executor: Executor): EntityManager<D> {
@@ -246,6 +165,15 @@ export class Flushwave<D extends SchemaDefs> {
     if (this.executor.withSession === undefined) throw new FlushwaveError(`${where}: this executor takes no settings (its withSession() is missing)`)
     return this.executor.withSession(session)
   }
+}
+
+/** `orm.em()`'s options: the session its transactions apply, and what its reads must see. */
+export interface EmOptions extends SessionOptions {
+  /**
+   * A consistency token (`em.consistencyToken()` of an earlier request's EntityManager): this
+   * EntityManager's reads on replicas see every commit that EntityManager had made.
+   */
+  readonly after?: string | undefined
 }
 
 /** `orm.unitOfWork()`'s options: how to retry, and the session every attempt's EntityManager applies. */

@@ -1,4 +1,5 @@
-export { flushwave, Flushwave, type FlushwaveOptions, type UnitOfWorkOptions } from './flushwave.js'
+export { flushwave, Flushwave, type EmOptions, type FlushwaveOptions, type UnitOfWorkOptions } from './flushwave.js'
+export type { ConnectOptions } from './connect.js'
 export type { IsolationLevel, SessionOptions, TransactionOptions } from './sql/render-session.js'
 export { DEFAULT_IDEMPOTENCY_TABLE, idempotencyTableSql } from './sql/render-idempotency.js'
 export type { IdempotentResult, JsonValue } from './entity-manager/idempotent.js'

@@ -47,7 +47,20 @@ export interface Executor {
    * caller fetches them with `nextIds`.
    */
   warmUp(statements: readonly Statement[], ids?: readonly IdRequest[]): Promise<WarmUp>
+  /**
+   * With replicas: the same executor whose reads see every commit up to `position` too (a WAL
+   * position a flush returned, or PRIMARY: reads go to the primary). Without replicas it is missing.
+   */
+  after?(position: Position): Executor
+  /** What this executor's reads are sure to see (see `after`); undefined: no requirement. */
+  readonly position?: Position | undefined
 }
+
+/** Reads must go to the primary: the WAL position they must see is not known (a transaction's commit). */
+export const PRIMARY = 'primary'
+
+/** A WAL position (`16/B374D848`) reads must see, or PRIMARY. */
+export type Position = string
 
 /**
  * Ids a write fetches after its COMMIT, in the same pipeline: the id pool's refill, at no round
@@ -105,6 +118,8 @@ export interface WriteOutcome {
    * connection, said the transaction committed. `rowCounts` is then empty.
    */
   readonly recovered?: Recovery
+  /** The primary's WAL position after COMMIT, asked in the same pipeline by an executor with replicas. */
+  readonly lsn?: string
 }
 
 export interface Recovery {

@@ -1,4 +1,4 @@
-import type { Executor } from '../drivers/executor.js'
+import { PRIMARY, type Executor } from '../drivers/executor.js'
 import { EntityStateError, FlushError, FlushwaveError, InvalidValueError } from '../errors.js'
 import { checkSession, type TransactionOptions } from '../sql/render-session.js'
 import type { Statement } from '../sql/statement.js'
@@ -77,6 +77,8 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
   private deferred: (() => Promise<void>)[] | undefined
   /** Inside a read-only `transaction()`: flushes that would write are refused. */
   private readOnly = false
+  /** A flush inside `transaction()` wrote: once it commits, reads must see it. */
+  private wroteInTransaction = false
 
   /** @internal use `Flushwave.em()` */
   constructor(
@@ -137,8 +139,27 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
       journal.restore(this.uow.map, rolledBack ? (meta, ids) => this.ids.give(meta, ids) : undefined, (entity) => this.uow.restored(entity))
       throw error
     }
+    // Its commit's WAL position is not known: with replicas, later reads go to the primary.
+    if (this.wroteInTransaction) this.executor = this.executor.after?.(PRIMARY) ?? this.executor
+    this.wroteInTransaction = false
     for (const call of deferred) await call()
     return value
+  }
+
+  /**
+   * What this EntityManager's reads must see, to hand to the next request (`orm.em({ after })`, in
+   * a cookie or a header), so that a user's next page shows their own writes on a replica: the
+   * WAL position of its last flush, or `'primary'` after a transaction that wrote (reads then go to
+   * the primary). Undefined before any write, and without replicas.
+   */
+  consistencyToken(): string | undefined {
+    return this.executor.position
+  }
+
+  /** With replicas, the reads after a flush see its commit: its WAL position, or the primary's when unknown. */
+  private sawWrite(result: FlushResult): void {
+    if (this.uow.journal !== undefined) this.wroteInTransaction = true
+    else if (this.executor.after !== undefined) this.executor = this.executor.after(result.lsn ?? PRIMARY)
   }
 
   /**
@@ -287,6 +308,7 @@ export class EntityManager<D extends SchemaDefs> extends EntityReads<D> {
         },
         checks,
       )
+      if (result.statements > 0) this.sawWrite(result)
       const after = written && afterCommitCalls(this.hooks as HookTable<this>, this, result, written)
       if (after && this.deferred) this.deferred.push(after)
       else if (after) await after()

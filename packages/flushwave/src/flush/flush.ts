@@ -51,6 +51,12 @@ export interface FlushResult {
    * from the plan rather than from the server.
    */
   readonly recovered?: Recovery
+  /**
+   * With replicas: the primary's WAL position after this flush's COMMIT (`16/B374D848`), asked in
+   * the same pipeline. The EntityManager's later reads on a replica wait for it (read-your-writes);
+   * `em.consistencyToken()` carries it to another request.
+   */
+  readonly lsn?: string
 }
 
 export interface FlushContext {
@@ -156,7 +162,8 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   clock.lap('record')
   const done = result(plan, outcome.rowCounts, prepared + outcome.roundTrips, outcome.coldStatements, clock, waves)
   keepShapes(waves, [set.changes, waves, done, clock])
-  return outcome.recovered ? { ...done, recovered: outcome.recovered } : done
+  if (outcome.recovered) return { ...done, recovered: outcome.recovered }
+  return outcome.lsn === undefined ? done : { ...done, lsn: outcome.lsn }
 }
 
 async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, string>; preparation: Preparation[] }> {
@@ -312,5 +319,5 @@ function refuseWrites(ctx: FlushContext): void {
     entity: state?.meta.name,
     constraint: undefined,
     detail: undefined,
-  })
+  }, { retryable: false })
 }

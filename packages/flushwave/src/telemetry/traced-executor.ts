@@ -1,4 +1,4 @@
-import type { CarriedIds, Executor, WarmUp, WriteOptions, WriteOutcome } from '../drivers/executor.js'
+import type { CarriedIds, Executor, Position, WarmUp, WriteOptions, WriteOutcome } from '../drivers/executor.js'
 import type { IdBlocks, IdRequest } from '../sql/render-ids.js'
 import type { SessionOptions, TransactionOptions } from '../sql/render-session.js'
 import type { Statement, WriteStatement } from '../sql/statement.js'
@@ -12,6 +12,7 @@ import type { Telemetry } from './telemetry.js'
 export class TracedExecutor implements Executor {
   readonly stream?: (statement: Statement, batchSize: number) => AsyncIterableIterator<unknown[][]>
   readonly withSession?: (session: SessionOptions) => Executor
+  readonly after?: (position: Position) => Executor
 
   constructor(
     readonly inner: Executor,
@@ -21,6 +22,17 @@ export class TracedExecutor implements Executor {
     if (stream) this.stream = (statement, batchSize) => telemetry.stream(statement, stream.call(inner, statement, batchSize))
     const withSession = inner.withSession
     if (withSession) this.withSession = (session) => new TracedExecutor(withSession.call(inner, session), telemetry)
+    const after = inner.after
+    if (after) {
+      this.after = (position) => {
+        const next = after.call(inner, position)
+        return next === inner ? this : new TracedExecutor(next, telemetry)
+      }
+    }
+  }
+
+  get position(): Position | undefined {
+    return this.inner.position
   }
 
   get recordsKeys(): boolean | undefined {

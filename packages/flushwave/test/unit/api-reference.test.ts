@@ -52,6 +52,7 @@ describe('docs/api.md', () => {
   it('names every field of the options, results and hooks an application passes or reads', () => {
     const fields = [
       ['flushwave.ts', 'FlushwaveOptions'],
+      ['connect.ts', 'ConnectOptions'],
       ['flush/flush.ts', 'FlushResult'],
       ['entity-manager/entity-manager.ts', 'Hooks'],
       ['entity-manager/entity-manager.ts', 'EntityHooks'],

@@ -22,7 +22,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['telemetry/'],
   ['entity-manager/'],
   ['migrate/'],
-  ['flushwave.ts', 'cli.ts'],
+  ['connect.ts', 'flushwave.ts', 'cli.ts'],
   ['index.ts'],
 ]
 

@@ -5,11 +5,12 @@ import type { Statement, WriteStatement } from '../../sql/statement.js'
 import type { CarriedIds, Executor, QueryEvent, WarmUp, WriteOptions, WriteOutcome } from '../executor.js'
 import type { Port, ServerError } from '../port.js'
 import { mergeSession, opening, renderSettings, type SessionOptions, type TransactionOptions } from '../../sql/render-session.js'
+import { CURRENT_LSN } from '../../sql/render-replica.js'
 import { Capture } from './capture.js'
 import { lost } from './failures.js'
 import { endsSession, flushError, isServerError } from './pg-error.js'
 import { refusal, SettingsRefused } from './opening.js'
-import { SessionReads } from './session-reads.js'
+import { PipelinedReads } from './pipelined-reads.js'
 import { read } from './reads.js'
 import { DEFAULT_FLUSH_TIMEOUT_MS, withDeadline } from './timeout.js'
 import { streamRows } from './stream.js'
@@ -24,6 +25,8 @@ export interface ExecutorOptions {
   readonly ledger?: Ledger | undefined
   /** Settings every transaction of this executor applies (an EntityManager's, `withSession`). */
   readonly session?: SessionOptions | undefined
+  /** Ask each flush's WAL position after its COMMIT (`WriteOutcome.lsn`): for read-your-writes on replicas. */
+  readonly captureLsn?: boolean
 }
 
 /**
@@ -33,7 +36,7 @@ export interface ExecutorOptions {
 export class PipelineExecutor implements Executor {
   private readonly context: WriteContext
   /** Reads outside a transaction of the application's, when the session has settings. */
-  private readonly sessionReads: SessionReads | undefined
+  private readonly sessionReads: PipelinedReads | undefined
 
   constructor(
     readonly port: Port,
@@ -42,12 +45,13 @@ export class PipelineExecutor implements Executor {
   ) {
     const timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
     const settings = options.session && renderSettings(options.session)
-    this.context = { port, capture: capture ?? new Capture(options.ledger, timeoutMs), timeoutMs, onQuery: options.onQuery, settings }
-    this.sessionReads = settings && !port.inTransaction ? new SessionReads(port, settings, timeoutMs) : undefined
+    const lsn = options.captureLsn ? CURRENT_LSN : undefined
+    this.context = { port, capture: capture ?? new Capture(options.ledger, timeoutMs), timeoutMs, onQuery: options.onQuery, settings, lsn }
+    this.sessionReads = settings && !port.inTransaction ? new PipelinedReads(port, { settings }, timeoutMs) : undefined
   }
 
   /** The same executor (port, ledger, onQuery) with `session` applied in every transaction it opens. */
-  withSession(session: SessionOptions): Executor {
+  withSession(session: SessionOptions): PipelineExecutor {
     return new PipelineExecutor(this.port, { ...this.options, session }, this.context.capture)
   }
 

@@ -21,6 +21,8 @@ export interface WriteContext {
   readonly onQuery: ((event: QueryEvent) => void) | undefined
   /** The EntityManager's settings (render-session.ts), sent right after the capture; none: undefined. */
   readonly settings?: Statement | undefined
+  /** With replicas: the WAL position to ask for after COMMIT (CURRENT_LSN), for read-your-writes. */
+  readonly lsn?: Statement | undefined
 }
 
 const sameError = (error: ServerError): ServerError => error
@@ -74,7 +76,7 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
   const recordAt = record === undefined ? -1 : 1 + extra.push(record)
   const settingsAt = ctx.settings === undefined ? -1 : 1 + extra.push(ctx.settings)
   const head = 2 + extra.length
-  const pipelines = batches(waves, port.maxPipeline, head, idStatement ? 2 : 1)
+  const pipelines = batches(waves, port.maxPipeline, head, 1 + (idStatement ? 1 : 0) + (ctx.lsn ? 1 : 0))
   let connection: Connection
   try {
     connection = await port.acquire(deadline)
@@ -93,6 +95,7 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
   let statementLost = false
   let roundTrips = 0
   let coldStatements = 0
+  let lsn: string | undefined
   const rowCounts: number[][] = waves.map(() => [])
   const returned = new Map<Op, unknown[][]>()
   const timer = setTimeout(() => {
@@ -112,7 +115,9 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
       if (last) pipeline.push(COMMIT)
       commitSent = last
       const commitAt = pipeline.length - 1
-      // After COMMIT, outside the transaction: its answer comes whatever became of the flush.
+      // After COMMIT, outside the transaction: the WAL position its commit reached (read-your-writes
+      // on replicas), and the id pool's refill, whose answer comes whatever became of the flush.
+      const lsnAt = last && ctx.lsn ? pipeline.push(ctx.lsn) - 1 : -1
       if (last && idStatement) {
         ctx.onQuery?.({ phase: 'allocate', text: idStatement.text, params: idStatement.params })
         pipeline.push(idStatement)
@@ -123,8 +128,10 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
       const answers = sent.settled
       const captureAnswer = first ? answers[1] : undefined
       if (captureAnswer?.status === 'fulfilled') Object.assign(flight, captureAnswer.value.rows[0] as { xid: string; pid: number } | undefined)
-      if (last && idStatement) landCarriedIds(ids!, answers[commitAt + 1], (answer: Answer) => answer.rows as unknown[][])
-      const settled = last && idStatement ? answers.slice(0, commitAt + 1) : answers
+      if (last && idStatement) landCarriedIds(ids!, answers[pipeline.length - 1], (answer: Answer) => answer.rows as unknown[][])
+      const lsnAnswer = lsnAt >= 0 ? answers[lsnAt] : undefined
+      if (lsnAnswer?.status === 'fulfilled') lsn = (lsnAnswer.value.rows[0] as unknown[] | undefined)?.[0] as string | undefined
+      const settled = last && (idStatement || lsnAt >= 0) ? answers.slice(0, commitAt + 1) : answers
       const offset = first ? head : 0
       const recordAnswer = first && recordAt >= 0 ? answers[recordAt] : undefined
       const settingsAnswer = first && settingsAt >= 0 ? answers[settingsAt] : undefined
@@ -147,7 +154,7 @@ async function attempt(ctx: WriteContext, waves: readonly (readonly WriteStateme
         if (tag !== 'COMMIT') throw new FlushError(`COMMIT answered ${tag}; nothing was committed`, unknownFailure)
       }
     }
-    return { rowCounts, returned, roundTrips, coldStatements }
+    return lsn === undefined ? { rowCounts, returned, roundTrips, coldStatements } : { rowCounts, returned, roundTrips, coldStatements, lsn }
   } catch (error) {
     if (error instanceof FlushwaveError) {
       if (statementLost && (ended || !commitSent)) {
