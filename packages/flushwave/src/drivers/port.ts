@@ -24,10 +24,9 @@ export interface Port {
   acquire(deadline: number): Promise<Connection>
   /**
    * One statement on some connection (reads, id allocation), rows as arrays in select-list order
-   * (as objects when the statement says `objects`).
-   * Aborting `signal` cancels the query where the driver can. Errors are the driver's own.
+   * (as objects when the statement says `objects`). Errors are the driver's own.
    */
-  query(statement: Statement, signal?: AbortSignal): Promise<QueryResult>
+  query(statement: Statement): Promise<QueryResult>
   /**
    * Runs `fn` in one transaction on one connection, with a port bound to it (`inTransaction`). With
    * `opening`, BEGIN carries its modes and its settings statement goes right behind BEGIN, before

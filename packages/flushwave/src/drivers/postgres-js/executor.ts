@@ -76,9 +76,11 @@ export class PostgresJsPort implements Port {
     }
   }
 
-  async query(statement: Statement, signal?: AbortSignal): Promise<QueryResult> {
+  async query(statement: Statement): Promise<QueryResult> {
+    // Never cancelled: postgres.js's cancel() opens a connection for the CancelRequest and drops
+    // the promise of it, so a failure of that connection (the network that made the query late)
+    // would be an unhandled rejection. A late query is left to finish; its caller has moved on.
     let query: ReturnType<typeof run> | undefined
-    signal?.addEventListener('abort', () => query?.cancel(), { once: true })
     // afterStaleError: postgres.js may hand a terminated backend's FATAL to the next query (see there).
     const rows = await afterStaleError(() => (query = run(this.sql, statement, statement.objects !== true)))
     return { rows: withoutLeadingHoles(rows as unknown as unknown[][]), roundTrips: readRoundTrips(query!) }

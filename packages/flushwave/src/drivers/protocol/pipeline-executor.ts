@@ -76,11 +76,8 @@ export class PipelineExecutor implements Executor {
     const statement = renderNextIds(requests)
     this.emit('allocate', statement)
     const timeoutMs = this.context.timeoutMs
-    const abort = new AbortController()
-    const result = await withDeadline(this.port.query(statement, abort.signal), performance.now() + timeoutMs, () => {
-      abort.abort()
-      return new FlushTimeoutError(`flush timed out after ${timeoutMs} ms allocating ids; nothing was written`, 'rolled-back')
-    }).catch((error: unknown) => {
+    const timedOut = () => new FlushTimeoutError(`flush timed out after ${timeoutMs} ms allocating ids; nothing was written`, 'rolled-back')
+    const result = await withDeadline(this.port.query(statement), performance.now() + timeoutMs, timedOut).catch((error: unknown) => {
       // Taking ids writes nothing a flush could lose: whatever failed here, nothing was committed.
       throw error instanceof FlushwaveError || (isServerError(error) && !endsSession(error)) ? error : lost(error, 'rolled-back', undefined)
     })
