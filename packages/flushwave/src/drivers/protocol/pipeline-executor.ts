@@ -79,7 +79,10 @@ export class PipelineExecutor implements Executor {
     const timedOut = () => new FlushTimeoutError(`flush timed out after ${timeoutMs} ms allocating ids; nothing was written`, 'rolled-back')
     const result = await withDeadline(this.port.query(statement), performance.now() + timeoutMs, timedOut).catch((error: unknown) => {
       // Taking ids writes nothing a flush could lose: whatever failed here, nothing was committed.
-      throw error instanceof FlushwaveError || (isServerError(error) && !endsSession(error)) ? error : lost(error, 'rolled-back', undefined)
+      // The server's refusal is typed as a flush's is (25006 on a server that is a standby now).
+      if (error instanceof FlushwaveError) throw error
+      if (isServerError(error) && !endsSession(error)) throw flushError((this.port.serverError ?? same)(error), undefined, error)
+      throw lost(error, 'rolled-back', undefined)
     })
     return { ids: readNextIds(requests, result.rows), roundTrips: result.roundTrips }
   }
@@ -116,3 +119,5 @@ export class PipelineExecutor implements Executor {
     this.options.onQuery?.({ phase, text: statement.text, params: statement.params })
   }
 }
+
+const same = (error: ServerError): ServerError => error
