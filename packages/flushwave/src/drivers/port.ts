@@ -24,9 +24,11 @@ export interface Port {
   acquire(deadline: number): Promise<Connection>
   /**
    * One statement on some connection (reads, id allocation), rows as arrays in select-list order
-   * (as objects when the statement says `objects`). Errors are the driver's own.
+   * (as objects when the statement says `objects`). Errors are the driver's own. With `late`, a
+   * port that can end the query's connection sets `late.stop` once the query is on one; its caller
+   * calls it when the query has run past its deadline.
    */
-  query(statement: Statement): Promise<QueryResult>
+  query(statement: Statement, late?: LateQuery): Promise<QueryResult>
   /**
    * Runs `fn` in one transaction on one connection, with a port bound to it (`inTransaction`). With
    * `opening`, BEGIN carries its modes and its settings statement goes right behind BEGIN, before
@@ -79,6 +81,15 @@ export interface Answer {
   readonly command: string
   readonly rowCount: number | null
   readonly rows: readonly unknown[]
+}
+
+/**
+ * A pooled query's way out when it is late: `stop` cuts its connection, which fails everything
+ * pipelined on it. A connection whose answers stopped would otherwise keep taking the pool's
+ * queries (postgres.js pipelines onto busy connections), each one as late.
+ */
+export interface LateQuery {
+  stop?: () => void
 }
 
 export interface QueryResult {

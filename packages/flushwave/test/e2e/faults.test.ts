@@ -294,9 +294,12 @@ async function runCase(fault: Fault): Promise<[Outcome, Written]> {
   // Faults gone: a retry of the same EntityManager writes the unit of work exactly once.
   if (outcome === 'rolled-back' || outcome === 'unknown') {
     tally.retried++
-    // The pool may still be backing off from refused connections: retry while that is all it says.
+    // Once the network is back, the pool serves at once: a connection the fault broke must not hold
+    // on to its queries, nor keep the next ones waiting. Only where the network stayed broken for
+    // the whole flush may the pool still be backing off from refused connections: retry while
+    // that is all it says.
     let retry: unknown
-    for (let attempt = 0; attempt < 10; attempt++) {
+    for (let attempt = 0; attempt < (fault.unreachable ? 10 : 1); attempt++) {
       retry = await em.flush().then(() => undefined, (e: unknown) => e)
       if (!(retry instanceof ConnectionLostError && retry.outcome === 'rolled-back')) break
       await sleep(300)
@@ -360,6 +363,42 @@ describe.each(EXECUTORS)('%s', (name) => {
         orm = executor.orm
       })
     }
+  })
+
+  describe('a read whose answers stop', () => {
+    // postgres.js pipelines a pool's queries onto busy connections: a connection whose answers
+    // stopped would keep taking them, each as late. The late read's connection is cut at its
+    // deadline instead (its server process ends), and the reads after it are answered at once.
+    it('is cut at its deadline; the next reads are answered at once, each with its own rows', { timeout: 60_000 }, async () => {
+      for (let i = 0; i < REPEAT; i++) {
+        const text = `select 'late read ${process.pid} ${++counter}'::text as marker`
+        await executor.whole() // every connection open: the read reaches the server, only its answer is held
+        const heal = await proxy.addToxic({ type: 'timeout', stream: 'downstream', attributes: { timeout: 0 } })
+        let late: unknown
+        try {
+          late = await settlesWithin(orm.em().query(text), FLUSH_TIMEOUT + 8_000, 'the late read').then(
+            () => undefined,
+            (e: unknown) => e,
+          )
+          // Still without answers: the server process ends because Flushwave said goodbye on its own.
+          for (let w = 0; ; w++) {
+            const [row] = await direct`select count(*)::int as n from pg_stat_activity where application_name = ${APP} and query = ${text}`
+            if (row!.n === 0) break
+            if (w === 100) throw new Error("the late read's server process still runs: its connection was not cut")
+            await sleep(20)
+          }
+        } finally {
+          await heal()
+        }
+        expect(late).toBeInstanceOf(ConnectionLostError)
+        expect((late as ConnectionLostError).outcome).toBe('rolled-back')
+        // More reads at once than the pool has connections, so that some share one.
+        const values = Array.from({ length: 40 }, (_, n) => n + 1)
+        const answers = await settlesWithin(Promise.all(values.map((n) => orm.em().query<{ n: number }>('select $1::int as n', [n]))), 8_000, 'the reads after the heal')
+        expect(answers.map((rows) => rows[0]?.n)).toEqual(values)
+        await poolIsWhole()
+      }
+    })
   })
 
   describe('after COMMIT was sent, the server is asked what happened (pg_xact_status)', () => {

@@ -3,7 +3,7 @@ import type { Statement } from '../../sql/statement.js'
 import { PipelineExecutor, type ExecutorOptions } from '../protocol/pipeline-executor.js'
 import { fromNodePostgres } from '../protocol/pg-error.js'
 import { withDeadline } from '../protocol/timeout.js'
-import { BEGIN, COMMIT, OPEN, ReserveTimeout, type Connection, type Port, type QueryResult, type Sent } from '../port.js'
+import { BEGIN, COMMIT, OPEN, ReserveTimeout, type Connection, type LateQuery, type Port, type QueryResult, type Sent } from '../port.js'
 import type { StatementNames } from './named-statements.js'
 import { copyQuery } from './copy-query.js'
 import { destroyConnection, guardErrors, pgQuery, pipelined, type PgClient } from './pg-client.js'
@@ -55,8 +55,8 @@ export class NodePostgresPort implements Port {
     return new PgConnection(this.source, client, this.source.names)
   }
 
-  async query(statement: Statement): Promise<QueryResult> {
-    return { rows: (await this.source.query(pgQuery(statement, statement.objects ? undefined : 'array'))).rows as unknown[][], roundTrips: 1 }
+  async query(statement: Statement, late?: LateQuery): Promise<QueryResult> {
+    return { rows: (await this.source.query(pgQuery(statement, statement.objects ? undefined : 'array'), late)).rows as unknown[][], roundTrips: 1 }
   }
 
   transaction<T>(fn: (port: Port) => Promise<T>, opening?: Opening): Promise<T> {

@@ -1,4 +1,5 @@
-import { guardErrors, pipelined, type PgClient, type PgResult } from './pg-client.js'
+import type { LateQuery } from '../port.js'
+import { destroyConnection, guardErrors, pipelined, type PgClient, type PgResult } from './pg-client.js'
 import { isConnectionFailure } from '../protocol/reads.js'
 import { lostName, StatementNames } from './named-statements.js'
 
@@ -6,6 +7,7 @@ type QueryConfig = { text: string; values?: unknown[]; rowMode?: 'array' }
 
 interface Read {
   readonly config: QueryConfig
+  readonly late: LateQuery | undefined
   resolve(result: PgResult): void
   reject(error: unknown): void
 }
@@ -32,7 +34,7 @@ export function batchedReads(
   release: (client: PgClient, broken: boolean) => void,
   names: StatementNames = new StatementNames(),
   inTransaction = false,
-): (config: QueryConfig) => Promise<PgResult> {
+): (config: QueryConfig, late?: LateQuery) => Promise<PgResult> {
   let open: Read[] | undefined
   const start = (batch: Read[]) => {
     acquire().then(
@@ -46,16 +48,21 @@ export function batchedReads(
       },
     )
   }
-  return (config) =>
+  return (config, late) =>
     new Promise<PgResult>((resolve, reject) => {
       if (open === undefined || open.length >= MAX_BATCH) start((open = []))
-      open.push({ config, resolve, reject })
+      open.push({ config, late, resolve, reject })
     })
 }
 
 async function send(client: PgClient, batch: readonly Read[], release: (client: PgClient, broken: boolean) => void, names: StatementNames, inTransaction: boolean): Promise<void> {
   // The pool does not listen to a checked-out client: a connection ended mid-read emits 'error'.
   const unguard = guardErrors(client)
+  // A late read ends its pooled connection (and the batch with it): a transaction's is not the reads' to end.
+  if (!inTransaction) {
+    const stop = () => destroyConnection(client)
+    for (const read of batch) if (read.late !== undefined) read.late.stop = stop
+  }
   let settled: PromiseSettledResult<PgResult>[]
   try {
     settled = (await pipelined(client, () => names.issue(client, batch.map((read) => read.config)))).settled

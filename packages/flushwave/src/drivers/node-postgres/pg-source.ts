@@ -1,5 +1,5 @@
 import type { Opening } from '../../sql/render-session.js'
-import type { OpenProbe } from '../port.js'
+import type { LateQuery, OpenProbe } from '../port.js'
 import { SettingsRefused } from '../protocol/opening.js'
 import { destroyConnection, guardErrors, pgQuery, pipelined, whenIdle } from './pg-client.js'
 import { batchedReads } from './pg-read-batch.js'
@@ -17,7 +17,8 @@ export interface PgSource {
   /** Inside a transaction the executor does not own: flushes send no BEGIN or COMMIT. */
   readonly inTransaction: boolean
   /** One statement on some connection (reads, id allocation). */
-  query(config: QueryConfig): Promise<PgResult>
+  /** With `late`, reads on a pooled connection set `late.stop` (Port.query). */
+  query(config: QueryConfig, late?: LateQuery): Promise<PgResult>
   acquire(): Promise<PgClient>
   /** Gives the connection back; a broken one (cut, or failed mid-flush) is destroyed, never reused. */
   release(client: PgClient, broken: boolean): void

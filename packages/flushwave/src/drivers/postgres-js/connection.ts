@@ -4,6 +4,7 @@ import type { Statement } from '../../sql/statement.js'
 import { BEGIN, COMMIT, OPEN, ROLLBACK, type Answer, type Connection, type Sent } from '../port.js'
 import { newShapes, pipelineRoundTrips } from './cold-shapes.js'
 import { prepareInline } from './inline-prepare.js'
+import { isConnectionFailure } from '../protocol/reads.js'
 import { neverRetried } from './no-retry.js'
 import type { Reservation } from './reservation.js'
 import { withoutLeadingHoles } from './sparse-rows.js'
@@ -67,9 +68,11 @@ export class ReservedConnection implements Connection {
       this.first ??= query
       return query
     }
-    if (statements.some((s) => s.copy !== undefined)) return sendWithCopies(this.reservation.sql, statements, make, this.reservation.gone)
+    const reservation = this.reservation
+    const failed = () => reservation.failed()
+    if (statements.some((s) => s.copy !== undefined)) return sendWithCopies(reservation.sql, statements, make, reservation.gone, failed)
     const queries = statements.map(make)
-    const settled = settle(queries, this.reservation.gone) // sends them, in order
+    const settled = settle(queries, reservation.gone, failed) // sends them, in order
     for (let i = 0; i < statements.length; i++) {
       if (statements[i] === BEGIN) this.pool.specimens.queries = [queries[i]!, queries[i + 1]!]
       if (statements[i] === COMMIT) this.pool.specimens.queries = [...this.pool.specimens.queries, queries[i]!]
@@ -104,9 +107,9 @@ export class TransactionConnection implements Connection {
 
   async send(statements: readonly Statement[]): Promise<Sent> {
     const make = (s: Statement) => run(this.sql, s, s.returnsRows === true)
-    if (statements.some((s) => s.copy !== undefined)) return sendWithCopies(this.sql, statements, make, NEVER)
+    if (statements.some((s) => s.copy !== undefined)) return sendWithCopies(this.sql, statements, make, NEVER, ignore)
     const queries = statements.map(make)
-    return { settled: await settle(queries, NEVER), roundTrips: pipelineRoundTrips(queries), coldStatements: newShapes(queries) }
+    return { settled: await settle(queries, NEVER, ignore), roundTrips: pipelineRoundTrips(queries), coldStatements: newShapes(queries) }
   }
 
   cut(): void {}
@@ -119,13 +122,20 @@ export class TransactionConnection implements Connection {
 }
 
 const NEVER = new Promise<void>(() => undefined)
+const ignore = (): void => undefined
 
 /**
  * A pipeline with COPY statements (copy-in.ts): the statements up to each COPY go out, the COPY
  * waits for its CopyInResponse (one round trip more), its rows go, and the next statements right
  * behind them. Answers as `settle` gives them.
  */
-async function sendWithCopies(sql: Sql | ReservedSql, statements: readonly Statement[], make: (s: Statement) => PendingQuery<Row[]>, gone: Promise<void>): Promise<Sent> {
+async function sendWithCopies(
+  sql: Sql | ReservedSql,
+  statements: readonly Statement[],
+  make: (s: Statement) => PendingQuery<Row[]>,
+  gone: Promise<void>,
+  failed: () => void,
+): Promise<Sent> {
   const results: (PromiseSettledResult<Answer> | undefined)[] = statements.map(() => undefined)
   const pending: Promise<void>[] = []
   const queries: PendingQuery<Row[]>[] = []
@@ -134,18 +144,23 @@ async function sendWithCopies(sql: Sql | ReservedSql, statements: readonly State
   // gone socket): once it is gone, the rest stay unanswered (undefined), as `settle` leaves them.
   let closed = false
   void gone.then(() => (closed = true))
+  const fail = () => ((closed = true), failed())
   for (let i = 0; i < statements.length; i++) {
     if (closed) break
     const s = statements[i]!
-    const answer: Promise<Answer> =
-      s.copy === undefined
-        ? (() => {
-            const query = make(s)
-            queries.push(query)
-            return query.then((value) => ({ command: value.command, rowCount: value.count, rows: withoutLeadingHoles(value) }))
-          })()
-        : (copies++, (await copyIn(sql, s, gone)).answer)
-    pending.push(answer.then((value) => void (results[i] = { status: 'fulfilled', value }), (reason: unknown) => void (results[i] = { status: 'rejected', reason })))
+    let answer: Promise<Answer>
+    if (s.copy === undefined) {
+      const query = make(s)
+      queries.push(query)
+      answer = query.then((value) => ({ command: value.command, rowCount: value.count, rows: withoutLeadingHoles(value) }))
+    } else {
+      copies++
+      const copied = await copyIn(sql, s, gone)
+      answer = copied.answer
+      // Known now, not only once the answer's handler runs: nothing more may go on a broken connection.
+      if (copied.failure !== undefined && isConnectionFailure(copied.failure.error)) fail()
+    }
+    pending.push(answer.then((value) => void (results[i] = { status: 'fulfilled', value }), (reason: unknown) => void (results[i] = rejected(reason, fail))))
   }
   await Promise.race([Promise.all(pending), gone.then(() => new Promise((resolve) => setImmediate(resolve)))])
   return { settled: results, roundTrips: pipelineRoundTrips(queries) + copies, coldStatements: newShapes(queries) }
@@ -156,17 +171,23 @@ async function sendWithCopies(sql: Sql | ReservedSql, statements: readonly State
  * the rest). postgres.js rejects the queries it sent when a connection closes, but not those it
  * held back behind a describe: waiting for all of them could take forever.
  */
-async function settle(queries: readonly PendingQuery<Row[]>[], gone: Promise<void>): Promise<(PromiseSettledResult<Answer> | undefined)[]> {
+async function settle(queries: readonly PendingQuery<Row[]>[], gone: Promise<void>, failed: () => void): Promise<(PromiseSettledResult<Answer> | undefined)[]> {
   const results: (PromiseSettledResult<Answer> | undefined)[] = queries.map(() => undefined)
   const all = Promise.all(
     queries.map((query, i) =>
       query.then(
         (value) => void (results[i] = { status: 'fulfilled', value: { command: value.command, rowCount: value.count, rows: withoutLeadingHoles(value) } }),
-        (reason: unknown) => void (results[i] = { status: 'rejected', reason }),
+        (reason: unknown) => void (results[i] = rejected(reason, failed)),
       ),
     ),
   )
   // After the close, give the rejections postgres.js is delivering a turn of the event loop to land.
   await Promise.race([all, gone.then(() => new Promise((resolve) => setImmediate(resolve)))])
   return results
+}
+
+/** A query's failure; one of the connection's tells the connection at once (Reservation.failed). */
+function rejected(reason: unknown, failed: () => void): PromiseRejectedResult {
+  if (isConnectionFailure(reason)) failed()
+  return { status: 'rejected', reason }
 }

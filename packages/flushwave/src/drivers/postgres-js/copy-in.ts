@@ -21,6 +21,12 @@ interface CopyQuery {
   writable(): Promise<NodeJS.WritableStream & { on(event: 'error', fn: () => void): void }>
 }
 
+/** A COPY sent: its answer to come, and its failure if it has already failed (a connection that broke under its rows). */
+export interface Copied {
+  readonly answer: Promise<Answer>
+  readonly failure: { readonly error: unknown } | undefined
+}
+
 /** The rows go in pieces of this many characters (each a CopyData message). */
 const CHUNK = 1 << 20
 
@@ -29,7 +35,7 @@ const CHUNK = 1 << 20
  * `answer` then settles with its answer. What `sql` is sent next goes right behind them. (Wrapped:
  * a promise resolved with a promise would wait for the inner one.)
  */
-export async function copyIn(sql: Sql | ReservedSql, statement: Statement, gone: Promise<void>): Promise<{ readonly answer: Promise<Answer> }> {
+export async function copyIn(sql: Sql | ReservedSql, statement: Statement, gone: Promise<void>): Promise<Copied> {
   const query = sql.unsafe<Row[]>(statement.text) as unknown as PendingQuery<Row[]> & CopyQuery
   let finish!: (answer: Answer) => void
   let fail!: (error: unknown) => void
@@ -41,7 +47,9 @@ export async function copyIn(sql: Sql | ReservedSql, statement: Statement, gone:
     if (resolved++ > 0) finish({ command: 'COPY', rowCount: (value as { count?: number } | undefined)?.count ?? null, rows: [] })
     resolve(value)
   }
+  let failure: { readonly error: unknown } | undefined
   query.reject = (error) => {
+    failure = { error }
     fail(error)
     reject(error)
   }
@@ -50,7 +58,7 @@ export async function copyIn(sql: Sql | ReservedSql, statement: Statement, gone:
     stream = await Promise.race([query.writable(), gone.then(() => Promise.reject(new Error('the connection closed before COPY began')))])
   } catch (error) {
     fail(error)
-    return { answer }
+    return { answer, failure: { error } }
   }
   // An error in the rows reaches the query (rejected above); the stream, destroyed, must not throw it again.
   stream.on('error', () => undefined)
@@ -77,5 +85,5 @@ export async function copyIn(sql: Sql | ReservedSql, statement: Statement, gone:
   stream.end()
   // A connection cut or closed before then may leave the stream waiting for its socket for ever.
   await Promise.race([ended, gone])
-  return { answer }
+  return { answer, failure }
 }

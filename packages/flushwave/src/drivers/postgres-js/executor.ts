@@ -2,7 +2,7 @@ import type { Sql } from 'postgres'
 import { afterSettings } from '../protocol/opening.js'
 import { PipelineExecutor, type ExecutorOptions } from '../protocol/pipeline-executor.js'
 import { withDeadline } from '../protocol/timeout.js'
-import { ReserveTimeout, type Connection, type OpenProbe, type Port, type QueryResult } from '../port.js'
+import { ReserveTimeout, type Connection, type LateQuery, type OpenProbe, type Port, type QueryResult } from '../port.js'
 import type { Opening } from '../../sql/render-session.js'
 import type { Statement } from '../../sql/statement.js'
 import { readRoundTrips } from './cold-shapes.js'
@@ -76,14 +76,29 @@ export class PostgresJsPort implements Port {
     }
   }
 
-  async query(statement: Statement): Promise<QueryResult> {
-    // Never cancelled: postgres.js's cancel() opens a connection for the CancelRequest and drops
-    // the promise of it, so a failure of that connection (the network that made the query late)
-    // would be an unhandled rejection. A late query is left to finish; its caller has moved on.
+  async query(statement: Statement, late?: LateQuery): Promise<QueryResult> {
+    // Not cancelled when late: postgres.js's cancel() opens a connection for the CancelRequest and
+    // drops the promise of it, so a failure of that connection (the network that made the query
+    // late) would be an unhandled rejection. The connection is cut instead (`late.stop`).
+    const options = late === undefined || this.inTransaction ? undefined : this.stoppable(late)
     let query: ReturnType<typeof run> | undefined
     // afterStaleError: postgres.js may hand a terminated backend's FATAL to the next query (see there).
-    const rows = await afterStaleError(() => (query = run(this.sql, statement, statement.objects !== true)))
+    const rows = await afterStaleError(() => (query = run(this.sql, statement, statement.objects !== true, options)))
     return { rows: withoutLeadingHoles(rows as unknown as unknown[][]), roundTrips: readRoundTrips(query!) }
+  }
+
+  /** Query options that give `late` the connection the query went out on (postgres.js's `onexecute`). */
+  private stoppable(late: LateQuery): { onexecute: (connection: { terminate(): void }) => boolean } {
+    const events = this.events
+    return {
+      onexecute: (connection) => {
+        late.stop = () => {
+          events.cut()
+          connection.terminate()
+        }
+        return true // keep pipelining
+      },
+    }
   }
 
   /**

@@ -3,7 +3,7 @@ import type { Ledger } from '../../sql/render-ledger.js'
 import { readNextIds, renderNextIds, type IdBlocks, type IdRequest } from '../../sql/render-ids.js'
 import type { Statement, WriteStatement } from '../../sql/statement.js'
 import type { CarriedIds, Executor, QueryEvent, WarmUp, WriteOptions, WriteOutcome } from '../executor.js'
-import type { Port, ServerError } from '../port.js'
+import type { LateQuery, Port, ServerError } from '../port.js'
 import { mergeSession, opening, renderSettings, type SessionOptions, type TransactionOptions } from '../../sql/render-session.js'
 import { CURRENT_LSN } from '../../sql/render-replica.js'
 import { Capture } from './capture.js'
@@ -63,7 +63,7 @@ export class PipelineExecutor implements Executor {
     this.emit('read', statement)
     const reads = this.sessionReads
     if (reads !== undefined) return read(() => reads.read(statement), { retry: true, timeoutMs: this.context.timeoutMs })
-    const result = await read(() => this.port.query(statement), { retry: !this.port.inTransaction, timeoutMs: this.context.timeoutMs })
+    const result = await read((late) => this.port.query(statement, late), { retry: !this.port.inTransaction, timeoutMs: this.context.timeoutMs })
     return result.rows
   }
 
@@ -77,7 +77,9 @@ export class PipelineExecutor implements Executor {
     this.emit('allocate', statement)
     const timeoutMs = this.context.timeoutMs
     const timedOut = () => new FlushTimeoutError(`flush timed out after ${timeoutMs} ms allocating ids; nothing was written`, 'rolled-back')
-    const result = await withDeadline(this.port.query(statement), performance.now() + timeoutMs, timedOut).catch((error: unknown) => {
+    const late: LateQuery = {}
+    const stopped = () => (late.stop?.(), timedOut())
+    const result = await withDeadline(this.port.query(statement, late), performance.now() + timeoutMs, stopped).catch((error: unknown) => {
       // Taking ids writes nothing a flush could lose: whatever failed here, nothing was committed.
       // The server's refusal is typed as a flush's is (25006 on a server that is a standby now).
       if (error instanceof FlushwaveError) throw error

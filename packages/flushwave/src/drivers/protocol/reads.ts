@@ -1,4 +1,5 @@
 import { ConnectionLostError } from '../../errors.js'
+import type { LateQuery } from '../port.js'
 import { endsSession, isServerError } from './pg-error.js'
 import { withDeadline } from './timeout.js'
 
@@ -18,13 +19,19 @@ export function isConnectionFailure(error: unknown): boolean {
  * ended while it sat idle) wrote nothing and is run once more, on whatever connection the pool
  * gives next; a second such failure, or one inside a transaction (which died with its connection),
  * is a ConnectionLostError. So is a read still unanswered after `timeoutMs` (the flush timeout): a
- * driver that lost track of a connection must not leave the request waiting forever. Errors about
+ * driver that lost track of a connection must not leave the request waiting forever, and the
+ * connection is cut where the port can (LateQuery). Errors about
  * the query itself pass through unchanged.
  */
-export async function read<T>(run: () => Promise<T>, options: { readonly retry: boolean; readonly timeoutMs: number }): Promise<T> {
+export async function read<T>(run: (late: LateQuery) => Promise<T>, options: { readonly retry: boolean; readonly timeoutMs: number }): Promise<T> {
   const deadline = performance.now() + options.timeoutMs
-  const bounded = () =>
-    withDeadline(run(), deadline, () => new ConnectionLostError(`read timed out after ${options.timeoutMs} ms; nothing was written`, 'rolled-back'))
+  const bounded = () => {
+    const late: LateQuery = {}
+    return withDeadline(run(late), deadline, () => {
+      late.stop?.()
+      return new ConnectionLostError(`read timed out after ${options.timeoutMs} ms; nothing was written`, 'rolled-back')
+    })
+  }
   try {
     return await bounded()
   } catch (error) {
