@@ -7,7 +7,21 @@ import { targetOf } from './target.js'
 import { Telemetry } from './telemetry.js'
 import { TracedExecutor } from './traced-executor.js'
 
-const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version
+/**
+ * The instrumentation scope's version: Flushwave's, read from its package.json on first use. Code
+ * that runs from elsewhere (a bundle, a copy of the sources) has none, and the version is optional.
+ */
+let version: string | undefined | null = null
+function flushwaveVersion(): string | undefined {
+  if (version === null) {
+    try {
+      version = (createRequire(import.meta.url)('../../package.json') as { version?: string }).version
+    } catch {
+      version = undefined
+    }
+  }
+  return version
+}
 
 /**
  * `flushwave({ telemetry })`: the Telemetry and the traced executor, or none when `telemetry` is
@@ -24,6 +38,6 @@ export function withTelemetry(executor: Executor, options: TelemetryOptions | fa
   }
   // An executor taken from another Flushwave is traced already.
   const inner = executor instanceof TracedExecutor ? executor.inner : executor
-  const telemetry = new Telemetry(api, options ?? {}, targetOf(driver), VERSION)
+  const telemetry = new Telemetry(api, options ?? {}, targetOf(driver), flushwaveVersion())
   return { executor: new TracedExecutor(inner, telemetry), telemetry }
 }

@@ -37,7 +37,7 @@ export class Telemetry {
     private readonly api: OtelApi,
     private readonly options: TelemetryOptions,
     target: ConnectionTarget,
-    private readonly version: string,
+    private readonly version: string | undefined,
   ) {
     this.tracer = (options.tracerProvider ?? api.trace).getTracer('flushwave', version)
     const namespace = options.namespace ?? target.database
