@@ -35,12 +35,21 @@ export interface IdBlocks {
  * docs/guide/ids.md, "Pooled sequences") reserves a whole block per nextval, so a block of any
  * size costs the server O(1). Each table's ids come back as one row: the increment, the first
  * value, the number of nextval calls, and their values only when they are not consecutive.
+ *
+ * The ids are durable, and on the synchronous standbys, before they are answered. nextval() logs
+ * a sequence 32 calls ahead, but a transaction without a transaction id neither flushes WAL at
+ * commit nor waits for synchronous replication: after a crash, or a failover to a standby the
+ * advance had not reached, the sequence would hand the same ids out again. The (empty,
+ * transactional) WAL message `w` gives the statement a transaction id and a WAL record of its
+ * own after the sequence's, so its commit waits for both. Logical decoding sees it as a message
+ * with the prefix 'flushwave'.
  */
 export function renderNextIds(requests: readonly IdRequest[]): Statement {
   return {
     text:
-      'with s as materialized (select u.i, u.n, q.seq, coalesce((select seqincrement from pg_sequence where seqrelid = q.seq), 1) as inc ' +
-      'from unnest($1::text[], $2::text[], $3::int4[]) with ordinality as u(tbl, col, n, i), ' +
+      "with w as materialized (select pg_logical_emit_message(true, 'flushwave', 'ids')), " +
+      's as materialized (select u.i, u.n, q.seq, coalesce((select seqincrement from pg_sequence where seqrelid = q.seq), 1) as inc ' +
+      'from w, unnest($1::text[], $2::text[], $3::int4[]) with ordinality as u(tbl, col, n, i), ' +
       'lateral (select pg_get_serial_sequence(u.tbl, u.col)::regclass as seq) q), ' +
       'v as (select s.i, s.inc, nextval(s.seq) as id from s, generate_series(1, case when s.inc > 1 then (s.n + s.inc - 1) / s.inc else s.n end)) ' +
       'select i, inc::text, min(id)::text, count(id)::int4, ' +
