@@ -14,7 +14,8 @@ export async function libraryAt(ref: string): Promise<{ commit: string; library:
   const copy = fileURLToPath(new URL(`../../flushwave/.ab/${commit}/`, import.meta.url))
   if (!existsSync(`${copy}src/index.ts`)) {
     mkdirSync(copy, { recursive: true })
-    execFileSync('sh', ['-c', `git -C "${repo}" archive ${commit} packages/flushwave/src | tar -x --strip-components=2 -C "${copy}"`])
+    // package.json too: sources between 463f40a and d79f34d read Flushwave's version from it at load.
+    execFileSync('sh', ['-c', `git -C "${repo}" archive ${commit} packages/flushwave/src packages/flushwave/package.json | tar -x --strip-components=2 -C "${copy}"`])
   }
   return { commit, library: (await import(pathToFileURL(`${copy}src/index.ts`).href)) as Library }
 }
@@ -30,5 +31,6 @@ export async function workingTreeCopy(): Promise<Library> {
   const copy = fileURLToPath(new URL('../../flushwave/.ab/working-tree/', import.meta.url))
   rmSync(copy, { recursive: true, force: true })
   cpSync(source, `${copy}src`, { recursive: true })
+  cpSync(fileURLToPath(new URL('../../flushwave/package.json', import.meta.url)), `${copy}package.json`)
   return (await import(pathToFileURL(`${copy}src/index.ts`).href)) as Library
 }
