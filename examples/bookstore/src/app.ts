@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Flushwave } from 'flushwave'
+import { consistency } from './consistency.js'
 import { errorHandler } from './errors.js'
 import { instrumentRequests } from './request-spans.js'
 import { routes } from './routes.js'
@@ -23,6 +24,7 @@ export function buildApp({ orm, logLevel = 'warn', traceRequests = false }: AppO
   })
   if (traceRequests) instrumentRequests(app)
   app.setErrorHandler(errorHandler)
+  consistency(app, orm)
   app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: 'not found', route: `${request.method} ${request.url.split('?')[0]}` }))
   routes(app, orm)
   return app

@@ -2,7 +2,8 @@
  * `pnpm example` from the repository root: PostgreSQL (embedded, or DATABASE_URL), migrations, a
  * little seed data, and the API on http://localhost:3000 (PORT to change). LATENCY_MS=5 puts a real
  * toxiproxy between the app and the database. TELEMETRY=console prints OpenTelemetry spans and
- * metrics. Ctrl-C stops everything it started.
+ * metrics. REPLICA_URLS (comma-separated, with DATABASE_URL the primary) sends reads to streaming
+ * replicas, with read-your-writes by consistency token. Ctrl-C stops everything it started.
  *
  * `pnpm start` runs it as `node --import tsx`, not through the tsx CLI: the CLI relays Ctrl-C to its
  * child and SIGKILLs it unless the child acknowledges within 30 ms, which a busy machine can miss,
@@ -18,6 +19,8 @@ const poolMax = Number(process.env.POOL_MAX ?? 10)
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`PORT must be a port number, got ${JSON.stringify(process.env.PORT)}`)
 if (!(latencyMs >= 0)) fail(`LATENCY_MS must be a number of milliseconds ≥ 0, got ${JSON.stringify(process.env.LATENCY_MS)}`)
 if (!Number.isInteger(poolMax) || poolMax < 1) fail(`POOL_MAX must be a positive integer, got ${JSON.stringify(process.env.POOL_MAX)}`)
+const replicaUrls = (process.env.REPLICA_URLS ?? '').split(',').filter((u) => u.trim() !== '')
+for (const u of replicaUrls) if (!/^postgres(ql)?:\/\//.test(u)) fail(`REPLICA_URLS must be postgres:// URLs separated by commas, got ${JSON.stringify(u)}`)
 const exporter = process.env.TELEMETRY || undefined
 if (exporter !== undefined && !isExporterName(exporter)) fail(`TELEMETRY must be ${Object.keys(EXPORTERS).join(' or ')} (or unset), got ${JSON.stringify(exporter)}`)
 // Before the orm is made: Flushwave reports to the global providers registered here.
@@ -53,6 +56,7 @@ async function start(): Promise<Bookstore> {
     warmUp: process.env.WARM_UP !== '0',
     executor: process.env.EXECUTOR === 'knex' || process.env.EXECUTOR === 'pg' ? process.env.EXECUTOR : 'postgres',
     traceRequests: telemetry !== undefined,
+    replicaUrls,
     ...(process.env.LOG_LEVEL ? { logLevel: process.env.LOG_LEVEL } : {}),
   }))
 }
@@ -70,7 +74,8 @@ const where = db.external ? 'PostgreSQL from DATABASE_URL' : `embedded PostgreSQ
 const via =
   (proxy ? `, the app's pool through toxiproxy (${latencyMs} ms per reply)` : '') +
   (process.env.EXECUTOR === 'knex' ? '; EXECUTOR=knex: flushes pipelined on a knex connection' : '') +
-  (process.env.EXECUTOR === 'pg' ? '; EXECUTOR=pg: flushes pipelined on a node-postgres pg.Pool' : '')
+  (process.env.EXECUTOR === 'pg' ? '; EXECUTOR=pg: flushes pipelined on a node-postgres pg.Pool' : '') +
+  (replicaUrls.length > 0 ? `; reads from ${replicaUrls.length} replica${replicaUrls.length > 1 ? 's' : ''} (REPLICA_URLS), read-your-writes by Consistency-Token` : '')
 const created = Object.entries(seeded?.created ?? {}).map(([table, n]) => `${table} ${n}`).join(', ')
 
 console.log(`

@@ -1,5 +1,5 @@
 /**
- * The handlers. Each request gets its own EntityManager (`orm.em()`); each write handler reads what
+ * The handlers. Each request gets its own EntityManager (`request.em()`); each write handler reads what
  * it needs, changes entities in memory and ends with one `em.flush()` (a checkout with an
  * Idempotency-Key leaves it to `orm.unitOfWork`): BEGIN, every statement and COMMIT in one pipeline,
  * all or nothing. The Server-Timing header tells how long that took and how
@@ -28,6 +28,7 @@ import {
   type MoveBooksBody,
   type PatchBookBody,
 } from './http-schemas.js'
+import { remember } from './consistency.js'
 import { fingerprint, idempotencyKeyOf, replay, type Recorded } from './idempotency.js'
 import { isConcurrencyConflict, isTagRace, MAX_ATTEMPTS, retrying } from './retry.js'
 import type { Book, Customer, Defs, Order, OrderLine, Stock, Tag } from './schema.js'
@@ -45,14 +46,14 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
   app.get('/health', async () => ({ ok: true }))
 
   app.get<{ Querystring: ListQuery }>('/authors', { schema: { querystring: listQuery } }, async (request) => {
-    const em = orm.em()
+    const em = request.em()
     const authors = await em.find('Author', {}, { orderBy: { id: 'asc' }, limit: Number(request.query.limit ?? 50) })
     await em.populate(authors, 'books')
     return authors.map((a) => authorView(a, [...a.books.items].sort(byId).map((b) => bookView(b))))
   })
 
   app.get<{ Params: IdParams }>('/authors/:id', { schema: { params: idParams } }, async (request) => {
-    const em = orm.em()
+    const em = request.em()
     const author = await em.load('Author', toId(request.params.id))
     await em.populate(author, 'books')
     const books = [...author.books.items].sort(byId)
@@ -62,7 +63,7 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
 
   app.get<{ Querystring: ListQuery }>('/books', { schema: { querystring: listQuery } }, async (request) => {
     const { authorId, published, limit } = request.query
-    const em = orm.em()
+    const em = request.em()
     const books = await em.find(
       'Book',
       { ...(authorId ? { author: toId(authorId) } : {}), ...(published ? { published: published === 'true' } : {}) },
@@ -81,7 +82,7 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
       ...(tag ? { tags: { some: { name: normalizeTag(tag) } } } : {}),
       ...(minStars ? { reviews: { some: { stars: { gte: Number(minStars) } } } } : {}),
     }
-    const em = orm.em()
+    const em = request.em()
     // The count, the page and what the page shows of each book: one round trip.
     const [total, page] = await Promise.all([
       em.count('Book', where),
@@ -91,7 +92,7 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
   })
 
   app.get<{ Params: IdParams }>('/books/:id', { schema: { params: idParams } }, async (request) => {
-    const em = orm.em()
+    const em = request.em()
     const id = toId(request.params.id)
     const book = await em.load('Book', id)
     const [reviews] = await Promise.all([
@@ -102,12 +103,12 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
   })
 
   app.get<{ Querystring: ListQuery }>('/customers', { schema: { querystring: listQuery } }, async (request) => {
-    const customers = await orm.em().find('Customer', {}, { orderBy: { id: 'asc' }, limit: Number(request.query.limit ?? 100) })
+    const customers = await request.em().find('Customer', {}, { orderBy: { id: 'asc' }, limit: Number(request.query.limit ?? 100) })
     return customers.map(customerView)
   })
 
   app.get<{ Params: IdParams }>('/orders/:id', { schema: { params: idParams } }, async (request) => {
-    const em = orm.em()
+    const em = request.em()
     const order = await em.load('Order', toId(request.params.id))
     await em.populate(order, 'lines')
     return orderView(order, [...order.lines.items].sort(byId))
@@ -119,7 +120,7 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
   app.post<{ Body: CreateAuthorBody }>('/authors', { schema: { body: createAuthorBody } }, async (request, reply) => {
     const body = request.body
     return retrying(isTagRace, async (attempt) => {
-      const em = orm.em()
+      const em = request.em()
       const names = [...new Set((body.books ?? []).flatMap((b) => b.tags ?? []).map(normalizeTag))]
       const tags = new Map<string, Tag>()
       if (names.length > 0) for (const tag of await em.find('Tag', { name: { in: names } })) tags.set(tag.name, tag)
@@ -155,7 +156,7 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
     async (request, reply) => {
       const { stars, body = null, reviewer = null } = request.body
       return retrying(isConcurrencyConflict, async (attempt) => {
-        const em = orm.em()
+        const em = request.em()
         const book = await em.load('Book', toId(request.params.id))
         const review = em.create('Review', { book, stars, body, reviewer })
         book.reviewCount += 1
@@ -178,7 +179,7 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
       if (!PATCHABLE.some((field) => changes[field] !== undefined)) {
         throw new HttpError(400, { error: 'invalid request', problems: [{ path: 'body', message: `nothing to change: send at least one of ${PATCHABLE.join(', ')}` }] })
       }
-      const em = orm.em()
+      const em = request.em()
       const book = await em.load('Book', toId(request.params.id))
       if (book.version !== version) {
         throw new HttpError(409, { error: 'stale version', entity: 'Book', ids: [String(book.id)], sentVersion: version, currentVersion: book.version })
@@ -198,7 +199,7 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
   app.post<{ Body: MoveBooksBody }>('/books/move', { schema: { body: moveBooksBody } }, async (request, reply) => {
     const { bookIds, toAuthorId } = request.body
     return retrying(isConcurrencyConflict, async (attempt) => {
-      const em = orm.em()
+      const em = request.em()
       // Loads started in one tick share one query per entity.
       const [author, ...found] = await Promise.all([em.tryLoad('Author', toAuthorId), ...bookIds.map((id) => em.tryLoad('Book', id))])
       if (!author) throw new HttpError(404, { error: 'not found', entity: 'Author', id: toAuthorId })
@@ -215,7 +216,7 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
 
   /** Deletes an author; the database rows of its books, their reviews, tags links and stock go with it. */
   app.delete<{ Params: IdParams }>('/authors/:id', { schema: { params: idParams } }, async (request, reply) => {
-    const em = orm.em()
+    const em = request.em()
     const author = await em.load('Author', toId(request.params.id))
     em.remove(author)
     // One pipeline: set-based deletes of the children (reviews, stock, tag links, books), order lines
@@ -238,7 +239,7 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
     const input = checkoutInput(request.body)
     if (key === undefined) {
       return retrying(isConcurrencyConflict, async (attempt) => {
-        const em = orm.em()
+        const em = request.em()
         const { order, lines, customer } = await placeOrder(em, input)
         timed(reply, await em.flush().catch(rejectShortage), attempt)
         reply.code(201)
@@ -251,6 +252,7 @@ export function routes(app: FastifyInstance, orm: Flushwave<Defs>): void {
     const run = await orm
       .unitOfWork(
         async (em): Promise<Recorded> => {
+          remember(request, em)
           const { order, lines, customer } = await placeOrder(em, input)
           // The body is recorded before the flush: it holds only what is known now. The ids come
           // from the id pool, createdAt from this process's clock; the customer's order count and

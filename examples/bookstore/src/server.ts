@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { searchPathOptions } from 'devdb'
 import type { FastifyInstance } from 'fastify'
 import { flushwave, tcpNoDelay, type Flushwave, type WarmUp } from 'flushwave'
-import knexFactory from 'knex'
+import knexFactory, { type Knex } from 'knex'
 import pg from 'pg'
 import postgres from 'postgres'
 import { buildApp } from './app.js'
@@ -37,6 +37,11 @@ export interface BookstoreOptions {
    * of a knex pool, as an application on knex would run).
    */
   executor?: 'postgres' | 'pg' | 'knex'
+  /**
+   * Streaming replicas of the app's database (main.ts: REPLICA_URLS): reads go there, each of the
+   * executor's kind, with read-your-writes across requests by consistency token (consistency.ts).
+   */
+  replicaUrls?: readonly string[]
   /** A span per HTTP request, to OpenTelemetry's global tracer (main.ts: TELEMETRY set). */
   traceRequests?: boolean
   /** Called with the app before it listens (tests add routes here). */
@@ -58,34 +63,23 @@ export interface Bookstore {
 
 export async function startBookstore(options: BookstoreOptions): Promise<Bookstore> {
   const migrations = await migrateLatest({ url: options.databaseUrl, searchPath: options.searchPath })
-  const sql = postgres(options.appDatabaseUrl ?? options.databaseUrl, {
-    ...tcpNoDelay, // a flush is one pipeline: let its pieces leave without waiting for ACKs
-    max: options.poolMax ?? 10,
-    onnotice: () => {},
-    ...(options.searchPath === undefined ? {} : searchPathOptions(options.searchPath)),
-  })
-  const knex =
-    options.executor === 'knex'
-      ? knexFactory({
-          client: 'pg',
-          connection: options.appDatabaseUrl ?? options.databaseUrl,
-          pool: { min: 0, max: options.poolMax ?? 10 },
-          ...(options.searchPath === undefined ? {} : { searchPath: [options.searchPath] }),
-        })
-      : undefined
-  const pool =
-    options.executor === 'pg'
-      ? new pg.Pool({
-          connectionString: options.appDatabaseUrl ?? options.databaseUrl,
-          max: options.poolMax ?? 10,
-          ...(options.searchPath === undefined ? {} : { options: `-c search_path="${options.searchPath}"` }),
-        })
-      : undefined
-  // An idle pooled client whose connection drops emits 'error' on the pool; the pool replaces it.
-  pool?.on('error', () => undefined)
+  const url = options.appDatabaseUrl ?? options.databaseUrl
+  // The primary's driver and each replica's, of the same kind.
+  const drivers = [url, ...(options.replicaUrls ?? [])].map((at) => openDriver(options, at))
+  const [primary, ...replicas] = drivers as [Driver, ...Driver[]]
   // Checkouts with an Idempotency-Key record it in flushwave_idempotency (made by the migrations).
   const config = { schema, hooks, idempotencyKeys: IDEMPOTENCY_KEYS }
-  const orm = knex ? flushwave({ ...config, knex }) : pool ? flushwave({ ...config, pg: pool }) : flushwave({ ...config, sql })
+  const orm =
+    primary.kind === 'knex'
+      ? flushwave({ ...config, knex: primary.knex, replicas: replicas.map((r) => (r as typeof primary).knex) })
+      : primary.kind === 'pg'
+        ? flushwave({ ...config, pg: primary.pool, replicas: replicas.map((r) => (r as typeof primary).pool) })
+        : flushwave({ ...config, sql: primary.sql, replicas: replicas.map((r) => (r as typeof primary).sql) })
+  const sql = primary.kind === 'postgres' ? primary.sql : postgres(url, { max: 2, onnotice: () => {}, ...searchPath(options) })
+  const closeAll = async (timeout: number) => {
+    for (const driver of drivers) await driver.close(timeout).catch(() => {})
+    if (primary.kind !== 'postgres') await sql.end({ timeout }).catch(() => {})
+  }
   const app = buildApp({ orm, traceRequests: options.traceRequests === true, ...(options.logLevel ? { logLevel: options.logLevel } : {}) })
   try {
     options.configure?.(app)
@@ -108,16 +102,37 @@ export async function startBookstore(options: BookstoreOptions): Promise<Booksto
       warmedUp,
       close: async () => {
         await app.close()
-        await sql.end({ timeout: 5 })
-        await knex?.destroy()
-        await pool?.end()
+        await closeAll(5)
       },
     }
   } catch (error) {
     await app.close().catch(() => {})
-    await sql.end({ timeout: 1 }).catch(() => {})
-    await knex?.destroy().catch(() => {})
-    await pool?.end().catch(() => {})
+    await closeAll(1)
     throw error
   }
+}
+
+type Driver =
+  | { kind: 'postgres'; sql: postgres.Sql; close(timeout: number): Promise<void> }
+  | { kind: 'pg'; pool: pg.Pool; close(timeout: number): Promise<void> }
+  | { kind: 'knex'; knex: Knex; close(timeout: number): Promise<void> }
+
+const searchPath = (options: BookstoreOptions) => (options.searchPath === undefined ? {} : searchPathOptions(options.searchPath))
+
+/** A pool of the executor's kind on `url`: postgres.js (the default), a pg.Pool, or knex. */
+function openDriver(options: BookstoreOptions, url: string): Driver {
+  const max = options.poolMax ?? 10
+  if (options.executor === 'knex') {
+    const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max }, ...(options.searchPath === undefined ? {} : { searchPath: [options.searchPath] }) })
+    return { kind: 'knex', knex, close: () => knex.destroy() }
+  }
+  if (options.executor === 'pg') {
+    const pool = new pg.Pool({ connectionString: url, max, ...(options.searchPath === undefined ? {} : { options: `-c search_path="${options.searchPath}"` }) })
+    // An idle pooled client whose connection drops emits 'error' on the pool; the pool replaces it.
+    pool.on('error', () => undefined)
+    return { kind: 'pg', pool, close: () => pool.end() }
+  }
+  // tcpNoDelay: a flush is one pipeline: let its pieces leave without waiting for ACKs.
+  const sql = postgres(url, { ...tcpNoDelay, max, onnotice: () => {}, ...searchPath(options) })
+  return { kind: 'postgres', sql, close: (timeout) => sql.end({ timeout }) }
 }
