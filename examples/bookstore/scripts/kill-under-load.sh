@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The example under load while an operator ends its pooled backends: starts `pnpm example` on the
 # embedded database (EXECUTOR=postgres|pg|knex), runs `pnpm --filter bookstore load` (HANDLER, 12 s,
-# 10 connections) and, meanwhile, pg_terminate_backend on every client backend of the example's
+# CONNECTIONS concurrent requests, default 10) and, meanwhile, pg_terminate_backend on every client backend of the example's
 # database every 500 ms; then 20 GETs to see that it recovered without a restart, and the count of
 # 500s in the app's log. Needs psql (PSQL to point at one) and ss. Loopback only; bounded in time.
 #   examples/bookstore/scripts/kill-under-load.sh postgres review
@@ -30,7 +30,7 @@ echo "example on :$port ($executor), its database on :$dbport"
   echo "backends terminated: $killed"
 ) &
 killer=$!
-PORT=$port HANDLER=$handler DURATION=12 CONNECTIONS=10 pnpm --filter bookstore load 2>&1 | grep -E '^(requests|status|round trips)'
+PORT=$port HANDLER=$handler DURATION=12 CONNECTIONS=${CONNECTIONS:-10} pnpm --filter bookstore load 2>&1 | grep -E "^(requests|latency|status|round trips)"
 wait $killer
 ok=0; for _ in $(seq 20); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/authors/1")" = 200 ] && ok=$((ok + 1)); done
 echo "after the storm: $ok of 20 GETs answered 200"
