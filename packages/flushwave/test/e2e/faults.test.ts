@@ -392,9 +392,14 @@ describe.each(EXECUTORS)('%s', (name) => {
         }
         expect(late).toBeInstanceOf(ConnectionLostError)
         expect((late as ConnectionLostError).outcome).toBe('rolled-back')
-        // More reads at once than the pool has connections, so that some share one.
+        // More reads at once than the pool has connections, so that some share one. On postgres.js
+        // a read may time out once (typed, nothing written) and is asked again: its reconnected
+        // connection can stall (docs/guide/limitations.md, postgres.js's write scheduling; seen once
+        // in CI). Every answer must still be the read's own.
         const values = Array.from({ length: 40 }, (_, n) => n + 1)
-        const answers = await settlesWithin(Promise.all(values.map((n) => orm.em().query<{ n: number }>('select $1::int as n', [n]))), 8_000, 'the reads after the heal')
+        const ask = (n: number) => orm.em().query<{ n: number }>('select $1::int as n', [n])
+        const askAgain = (n: number) => ask(n).catch((e: unknown) => (name === 'postgres.js' && e instanceof ConnectionLostError && e.outcome === 'rolled-back' ? ask(n) : Promise.reject(e)))
+        const answers = await settlesWithin(Promise.all(values.map(askAgain)), 8_000, 'the reads after the heal')
         expect(answers.map((rows) => rows[0]?.n)).toEqual(values)
         await poolIsWhole()
       }
