@@ -26,6 +26,20 @@ if (exporter !== undefined && !isExporterName(exporter)) fail(`TELEMETRY must be
 // Before the orm is made: Flushwave reports to the global providers registered here.
 const telemetry = exporter ? registerTelemetry(EXPORTERS[exporter]()) : undefined
 
+// postgres.js 3.4.9 drops the promise of the array-types query each new connection runs: a
+// connection cut during it (backends ended while the pool reconnects) rejects it with nobody
+// listening (porsager/postgres#1192). That one is logged; any other unhandled rejection still ends
+// the process (docs/guide/deploying.md).
+process.on('unhandledRejection', (reason) => {
+  if (!isDroppedTypesQuery(reason)) throw reason
+  console.warn(`postgres.js: a new connection's array-types query failed: ${(reason as Error).message}`)
+})
+
+function isDroppedTypesQuery(reason: unknown): boolean {
+  const query = (reason as { query?: unknown } | null)?.query
+  return typeof query === 'string' && query.includes('from pg_catalog.pg_type a') && query.includes("typcategory = 'A'")
+}
+
 // Stopped in reverse order by shutdown().
 let bookstore: Bookstore | undefined
 let toxi: ToxiproxyServer | undefined
