@@ -46,9 +46,18 @@ export function renderCapture(ledger: Ledger, token: string, prune: false | { ke
   }
 }
 
-/** The probe's claim: a row back means the flush never wrote its token and now never will. */
+/**
+ * The probe's claim: a row back means the flush never wrote its token and now never will. It always
+ * writes (a transactional WAL message, as the id fetch does), so that its commit, and with it every
+ * commit it saw, is on the synchronous standby before it answers, also when it finds the token taken.
+ */
 export function renderClaim(ledger: Ledger, token: string): Statement {
-  return { text: `insert into ${ledger.table} (token, probe) values ($1::uuid, true) on conflict (token) do nothing returning 1`, params: [token] }
+  return {
+    text:
+      `with durable as materialized (select pg_logical_emit_message(true, 'flushwave', 'claim')) ` +
+      `insert into ${ledger.table} (token, probe) select $1::uuid, true from durable on conflict (token) do nothing returning 1`,
+    params: [token],
+  }
 }
 
 /** After a claim found the token taken: by the flush (it committed), or by an earlier probe. */

@@ -48,14 +48,16 @@ export async function resolveOutcome(open: OpenProbe, flight: InFlight, deadline
     const connection = open()
     const probe: Probe = (text, params) => withDeadline(connection.probe(text, params), Math.min(deadline, performance.now() + ATTEMPT_MS), timedOut)
     try {
+      // With a ledger, only the ledger: the transaction id and server process were the old
+      // server's, and after a failover the new primary hands the same ids to other transactions
+      // (seen on the Patroni cluster: pg_xact_status said 'committed' of a flush that was lost).
+      if (flight.ledger) return await byLedger(connection.probe, open, flight.ledger, deadline)
       if (xid === undefined) {
         // Not even the first answer arrived. If the server process is inside a transaction, that
         // is this flush's: end it and take its id from pg_stat_activity (32 bits, widened here).
         const [row] = flight.pid === undefined ? [] : await probe(TERMINATE_AND_WIDEN, [String(flight.pid)])
         if (row === undefined) {
-          // No transaction to ask about: it is over, or never began. The ledger decides.
-          if (flight.ledger) return await byLedger(connection.probe, open, flight.ledger, deadline)
-          // Without one, rows it inserted can still tell.
+          // No transaction to ask about: it is over, or never began. Rows it inserted can still tell.
           if (evidence === undefined) return 'unknown'
           const [[found] = []] = await probe(evidence.text, evidence.params as string[])
           return Number(found) === evidence.rows ? 'committed' : 'unknown'
@@ -68,7 +70,7 @@ export async function resolveOutcome(open: OpenProbe, flight: InFlight, deadline
         if (status === 'committed') return 'committed'
         if (status === 'aborted') return 'rolled-back'
         // null: older than the server keeps statuses for, or an id the server never used.
-        if (status !== 'in progress') return flight.ledger ? await byLedger(connection.probe, open, flight.ledger, deadline) : 'unknown'
+        if (status !== 'in progress') return 'unknown'
         if (!terminated && flight.pid !== undefined) {
           await probe('select pg_terminate_backend($1::int4)', [String(flight.pid)])
           terminated = true
@@ -90,7 +92,10 @@ export async function resolveOutcome(open: OpenProbe, flight: InFlight, deadline
 /**
  * The ledger's answer (see sql/render-ledger.ts). The probe claims the token: a row back means the
  * flush's transaction never wrote it and, the token now being taken, never will: rolled back. No row
- * means the token is taken: by the flush, which therefore committed, or by an earlier probe. While
+ * means the token is taken: by the flush, which therefore committed, or by an earlier probe. Either
+ * answer is durable: the claim commits a write of its own, so under synchronous replication it is
+ * acknowledged only once the standby has the WAL up to it, the flush's commit included (a server
+ * about to be demoted and rewound cannot acknowledge it, and the probe ends 'unknown'). While
  * the flush's transaction is still open the claim waits on it (the token's unique index); if that
  * lasts, the transactions it waits on are ended (pg_blocking_pids names exactly them), which works
  * without knowing the flush's server process, behind a pooler too.
