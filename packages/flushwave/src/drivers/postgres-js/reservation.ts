@@ -33,7 +33,11 @@ export class Reservation {
    * ReserveTimeout. A reservation that arrives after that is released at once (hedged-reserve.ts).
    */
   static async open(pool: Sql, deadline: number): Promise<Reservation> {
-    return new Reservation(await hedgedReserve(() => afterStaleError(() => pool.reserve()), deadline))
+    const reachable = () => afterStaleError(() => pool.unsafe('select 1')).then(
+      () => true,
+      () => false,
+    )
+    return new Reservation(await hedgedReserve(() => afterStaleError(() => pool.reserve()), deadline, reachable))
   }
 
   /** Options for the reservation's first query: they hand over the connection object. */
