@@ -7,7 +7,7 @@ import { StatementNames, type PrepareMode } from './drivers/node-postgres/named-
 import { FlushwaveError } from './errors.js'
 import type { Executor, QueryEvent } from './drivers/executor.js'
 import type { ExecutorOptions, PipelineExecutor } from './drivers/protocol/pipeline-executor.js'
-import { DEFAULT_REPLICA_RETRY_MS, ReplicatedExecutor } from './drivers/protocol/replicated-executor.js'
+import { DEFAULT_REPLICA_RETRY_MS, MAX_REPLICA_WAIT_MS, ReplicatedExecutor } from './drivers/protocol/replicated-executor.js'
 import { DEFAULT_FLUSH_TIMEOUT_MS } from './drivers/protocol/timeout.js'
 import { PostgresJsExecutor, type PostgresJsLike } from './drivers/postgres-js/executor.js'
 import { DEFAULT_LEDGER_TABLE, ledger } from './sql/render-ledger.js'
@@ -82,6 +82,12 @@ export interface ConnectOptions {
   readonly replicas?: readonly (PostgresJsLike | PgPool | KnexLike)[]
   /** How long a replica whose connection failed is left out before it is tried again (default 5,000 ms). */
   readonly replicaRetryMs?: number
+  /**
+   * How long a read after a flush may wait on a replica that has not replayed the flush yet, on
+   * the replica, in the check's own statement (default 0: go to the primary at once). Past it, the
+   * read goes to the primary. At most 10,000 ms, and less than `flushTimeoutMs`.
+   */
+  readonly replicaWaitMs?: number
 }
 
 /** The executor `flushwave()` runs everything on, and what it was made with. */
@@ -109,7 +115,7 @@ export function connect(options: ConnectOptions): Connected {
       : ReplicatedExecutor.over(
           primary,
           replicas.map((replica) => driverExecutor(options, replica, reads, undefined)),
-          { timeoutMs: timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS, retryMs: options.replicaRetryMs ?? DEFAULT_REPLICA_RETRY_MS, onQuery: options.onQuery },
+          { timeoutMs: timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS, retryMs: options.replicaRetryMs ?? DEFAULT_REPLICA_RETRY_MS, waitMs: options.replicaWaitMs ?? 0, onQuery: options.onQuery },
         )
   const observed = withTelemetry(executor, options.telemetry, options.sql ?? options.pg ?? options.knex ?? options.pglite)
   return { executor: observed.executor, telemetry: observed.telemetry, ledgerTable: table === false ? undefined : ledger(table).table }
@@ -140,4 +146,9 @@ function checkDriver(options: ConnectOptions, replicas: readonly unknown[]): voi
   if (replicas.some((r) => typeof r !== 'function' && (typeof r !== 'object' || r === null))) throw new FlushwaveError('each of `replicas` must be an instance of the primary\'s driver')
   const retryMs = options.replicaRetryMs
   if (retryMs !== undefined && !(retryMs >= 0)) throw new FlushwaveError(`replicaRetryMs must be a number of milliseconds ≥ 0, not ${String(retryMs)}`)
+  const waitMs = options.replicaWaitMs
+  const deadline = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
+  if (waitMs !== undefined && !(Number.isInteger(waitMs) && waitMs >= 0 && waitMs <= MAX_REPLICA_WAIT_MS && waitMs < deadline)) {
+    throw new FlushwaveError(`replicaWaitMs must be a whole number of milliseconds from 0 to ${MAX_REPLICA_WAIT_MS}, and less than flushTimeoutMs, not ${String(waitMs)}`)
+  }
 }

@@ -10,12 +10,29 @@ import type { Statement } from './statement.js'
  */
 export const CURRENT_LSN: Statement = { text: 'select pg_current_wal_lsn()::text', params: [], returnsRows: true }
 
+const REPLAYED = 'coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false) or not pg_is_in_recovery()'
+
+/** How often a waiting check looks again (ms). */
+export const REPLAY_POLL_MS = 5
+
 /**
  * Whether the server has replayed `lsn`; true on a server not in recovery (a promoted replica, or
- * a primary given as a replica), whose data is its own latest.
+ * a primary given as a replica), whose data is its own latest. With `waitMs`, the server looks
+ * again every REPLAY_POLL_MS until it has, for about that long: each tick of the series sleeps
+ * (the lateral subquery runs once per tick), and EXISTS stops at the first tick that passes. The
+ * statements after it take snapshots of their own, so they see what the wait let replay.
  */
-export function renderReplayed(lsn: string): Statement {
-  return { text: 'select coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false) or not pg_is_in_recovery()', params: [lsn], returnsRows: true }
+export function renderReplayed(lsn: string, waitMs = 0): Statement {
+  if (waitMs <= 0) return { text: `select ${REPLAYED}`, params: [lsn], returnsRows: true }
+  const ticks = Math.ceil(waitMs / REPLAY_POLL_MS)
+  return {
+    text:
+      `select exists (select 1 from generate_series(0, $2::int4) as tick ` +
+      `cross join lateral (select 1 from pg_sleep(case when tick = 0 then 0 else ${REPLAY_POLL_MS / 1000} end)) as pause ` +
+      `where ${REPLAYED})`,
+    params: [lsn, String(ticks)],
+    returnsRows: true,
+  }
 }
 
 const LSN = /^[0-9A-F]{1,8}\/[0-9A-F]{1,8}$/i

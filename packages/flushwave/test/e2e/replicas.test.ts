@@ -113,6 +113,45 @@ describe.each(EXECUTORS)('replicas on %s', (name: ExecutorName) => {
     expect(checks()).toBe(1)
   })
 
+  it('with replicaWaitMs, a read behind the flush waits on the replica while it catches up, else goes to the primary', async () => {
+    const waiting = openExecutor(name, url(), schema, {
+      max: 2,
+      searchPath: ns.name,
+      connectTimeout: 2,
+      orm: { replicaWaitMs: 2_000 },
+      replicas: [{ url: proxy.url, searchPath: [replica, 'pg_catalog'] }],
+    })
+    try {
+      const em = waiting.orm.em()
+      em.create('Author', { name: 'waited for' })
+      await em.flush()
+      // The replica catches up 300 ms into the read, with a row only it has: the read waits and it answers.
+      const started = performance.now()
+      const catchUp = new Promise((resolve) => setTimeout(resolve, 300)).then(() =>
+        direct.begin(async (tx) => {
+          await tx.unsafe(`delete from "${replica}".author`)
+          await tx.unsafe(`insert into "${replica}".author select * from "${ns.name}".author`)
+          await tx.unsafe(`insert into "${replica}".author (id, name) values (-1, 'only on the replica')`)
+          await tx.unsafe(`update "${replica}".replay set lsn = pg_current_wal_lsn()`)
+        }),
+      )
+      const found = await em.find('Author', {})
+      const ms = performance.now() - started
+      await catchUp
+      expect(names(found)).toEqual(['only on the replica', 'waited for'])
+      expect(ms).toBeGreaterThanOrEqual(250)
+      expect(ms).toBeLessThan(1_800)
+      // Behind again, and it stays behind: after about 2 s the read goes to the primary.
+      em.create('Author', { name: 'never replayed' })
+      await em.flush()
+      const before = performance.now()
+      expect(names(await em.find('Author', {}))).toEqual(['never replayed', 'waited for'])
+      expect(performance.now() - before).toBeGreaterThanOrEqual(1_800)
+    } finally {
+      await waiting.close()
+    }
+  })
+
   it('a consistency token carries the position to the next request: orm.em({ after })', async () => {
     const em = orm.em()
     em.create('Author', { name: 'posted' })
@@ -160,6 +199,8 @@ describe('replicas: bad options', () => {
     expect(() => flushwave({ schema, sql, replicas: 'x' as never })).toThrow(FlushwaveError)
     expect(() => flushwave({ schema, sql, replicas: [null as never] })).toThrow(FlushwaveError)
     expect(() => flushwave({ schema, sql, replicas: [sql], replicaRetryMs: -1 })).toThrow(FlushwaveError)
+    for (const wait of [-1, 1.5, 10_001, Number.NaN]) expect(() => flushwave({ schema, sql, replicas: [sql], replicaWaitMs: wait })).toThrow(FlushwaveError)
+    expect(() => flushwave({ schema, sql, replicas: [sql], replicaWaitMs: 5_000, flushTimeoutMs: 5_000 })).toThrow(/less than flushTimeoutMs/)
     void sql.end()
   })
 })

@@ -27,6 +27,8 @@ export interface PipelinedReadsOptions {
    * Without it no read may ask for a position.
    */
   readonly stale?: (statement: Statement) => Promise<unknown[][]>
+  /** How long the check may wait on the server for the position to be replayed (ms; 0 or unset: not at all). */
+  readonly waitMs?: number
   /** Told of each statement sent for the reads' sake (the replay check): `onQuery`. */
   readonly onQuery?: ((event: QueryEvent) => void) | undefined
 }
@@ -71,7 +73,7 @@ export class PipelinedReads {
     for (const read of batch) after = laterLsn(after, read.after)
     const head: Statement[] = settings === undefined ? [] : [BEGIN, settings]
     if (after !== undefined) {
-      const check = renderReplayed(after)
+      const check = renderReplayed(after, this.options.waitMs ?? 0)
       this.options.onQuery?.({ phase: 'read', text: check.text, params: check.params })
       head.push(check)
     }

@@ -12,12 +12,17 @@ import { isConnectionFailure, read } from './reads.js'
 /** How long a replica that failed is left out before it is tried again (ms). */
 export const DEFAULT_REPLICA_RETRY_MS = 5_000
 
+/** The longest `replicaWaitMs`: a wait holds the replica's connection. */
+export const MAX_REPLICA_WAIT_MS = 10_000
+
 /** What every executor made from one shares. */
 export interface ReplicaSettings {
   /** A read's deadline (the flush timeout). */
   readonly timeoutMs: number
   /** How long a failed replica is left out (ms). */
   readonly retryMs: number
+  /** How long a read may wait on a replica for its position to be replayed (ms; 0: not at all). */
+  readonly waitMs: number
   readonly onQuery?: ((event: QueryEvent) => void) | undefined
 }
 
@@ -82,8 +87,8 @@ export class ReplicatedExecutor implements Executor {
     if (typeof position === 'string') {
       const settings = session && renderSettings(session)
       const stale = (statement: Statement) => this.primary.read(statement)
-      const { onQuery, timeoutMs } = this.settings
-      this.positioned = replicas.executors.map((replica) => new PipelinedReads(replica.port, { settings, stale, onQuery }, timeoutMs))
+      const { onQuery, timeoutMs, waitMs } = this.settings
+      this.positioned = replicas.executors.map((replica) => new PipelinedReads(replica.port, { settings, stale, onQuery, waitMs }, timeoutMs))
     }
   }
 
