@@ -17,12 +17,8 @@ export const RESERVE_HEDGE_MS = 1_000
  * RESERVE_HEDGE_MS, while the first request keeps its place in the queue. The first answer wins
  * (a connection, or an error); a connection that arrives after it, or after `deadline`, is released
  * at once, so none is left reserved. Rejects with ReserveTimeout at `deadline`.
- *
- * Each extra request is made only once `reachable()` (a plain query through the pool) answered: a
- * reservation that fails to connect stays queued in postgres.js 3.4.9 and later swallows a
- * connection for good, so none is asked for while the server cannot be reached.
  */
-export function hedgedReserve(reserve: () => Promise<ReservedSql>, deadline: number, reachable: () => Promise<boolean>): Promise<ReservedSql> {
+export function hedgedReserve(reserve: () => Promise<ReservedSql>, deadline: number): Promise<ReservedSql> {
   return new Promise<ReservedSql>((resolve, reject) => {
     let done = false
     const finish = (): boolean => {
@@ -38,15 +34,7 @@ export function hedgedReserve(reserve: () => Promise<ReservedSql>, deadline: num
         (error: unknown) => finish() && reject(error),
       )
     }
-    let probing = false
-    const hedge = setInterval(() => {
-      if (probing) return // one plain query at a time: a server that cannot be reached is not asked more
-      probing = true
-      void reachable().then((yes) => {
-        probing = false
-        if (yes && !done) ask()
-      })
-    }, RESERVE_HEDGE_MS)
+    const hedge = setInterval(ask, RESERVE_HEDGE_MS)
     const expiry = deadline === Infinity ? undefined : setTimeout(() => finish() && reject(new ReserveTimeout()), until(deadline))
     ask()
   })

@@ -33,11 +33,7 @@ export class Reservation {
    * ReserveTimeout. A reservation that arrives after that is released at once (hedged-reserve.ts).
    */
   static async open(pool: Sql, deadline: number): Promise<Reservation> {
-    const reachable = () => afterStaleError(() => pool.unsafe('select 1')).then(
-      () => true,
-      () => false,
-    )
-    return new Reservation(await hedgedReserve(() => afterStaleError(() => pool.reserve()), deadline, reachable))
+    return new Reservation(await hedgedReserve(() => afterStaleError(() => pool.reserve()), deadline))
   }
 
   /** Options for the reservation's first query: they hand over the connection object. */
