@@ -1,6 +1,7 @@
 import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
 import { endsSession, isServerError } from '../protocol/pg-error.js'
-import { hedgedReserve } from './hedged-reserve.js'
+import { withDeadline } from '../protocol/timeout.js'
+import { ReserveTimeout } from '../port.js'
 
 /** The few fields of postgres.js's internal connection object a reservation relies on. */
 interface Connection {
@@ -29,11 +30,16 @@ export class Reservation {
   private constructor(readonly sql: ReservedSql) {}
 
   /**
-   * Reserves a connection, giving up at `deadline` (ms since the epoch of performance.now()) with
-   * ReserveTimeout. A reservation that arrives after that is released at once (hedged-reserve.ts).
+   * Reserves a connection, giving up at `deadline` (ms since the epoch of performance.now()). A
+   * reservation that arrives after that is released at once, so that none is left behind.
    */
   static async open(pool: Sql, deadline: number): Promise<Reservation> {
-    return new Reservation(await hedgedReserve(() => afterStaleError(() => pool.reserve()), deadline))
+    const pending = afterStaleError(() => pool.reserve())
+    const sql = await withDeadline(pending, deadline, () => {
+      pending.then((late) => late.release(), () => undefined)
+      return new ReserveTimeout()
+    })
+    return new Reservation(sql)
   }
 
   /** Options for the reservation's first query: they hand over the connection object. */
