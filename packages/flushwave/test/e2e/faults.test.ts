@@ -394,8 +394,8 @@ describe.each(EXECUTORS)('%s', (name) => {
         expect((late as ConnectionLostError).outcome).toBe('rolled-back')
         // More reads at once than the pool has connections, so that some share one. On postgres.js
         // a read may time out once (typed, nothing written) and is asked again: after the cut, one
-        // of the pool's reconnects can still stall for longer than the read's 1.5 s (not yet
-        // explained; noDelaySocket's guard does not cover it). Every answer must be the read's own.
+        // of the pool's reconnects can stall for longer than the read's 1.5 s (docs/guide/limitations.md,
+        // postgres.js's write scheduling). Every answer must be the read's own.
         const values = Array.from({ length: 40 }, (_, n) => n + 1)
         const ask = (n: number) => orm.em().query<{ n: number }>('select $1::int as n', [n])
         const askAgain = (n: number) => ask(n).catch((e: unknown) => (name === 'postgres.js' && e instanceof ConnectionLostError && e.outcome === 'rolled-back' ? ask(n) : Promise.reject(e)))
