@@ -2,7 +2,58 @@ import { once } from 'node:events'
 import net from 'node:net'
 import postgres from 'postgres'
 import { describe, expect, inject, it } from 'vitest'
-import { noDelaySocket, tcpNoDelay } from '../../src/index.js'
+import { noDelaySocket, tcpNoDelay, type SocketTarget } from '../../src/index.js'
+
+type Factory = (target: SocketTarget) => Promise<net.Socket>
+const plainSocket: Factory = async (target) => net.connect(target.port[0] ?? 5432, target.host[0])
+
+/**
+ * Two postgres.js instances of one connection each; both sockets are destroyed together, and the
+ * first close sends a query on the other connection, whose close is already due: the situation of
+ * many backends ended at once. Answers how long the other connection's next query took, or its error.
+ */
+async function queryAfterCloseRace(factory: Factory, connectTimeout: number): Promise<{ ms: number; error?: string }> {
+  const url = inject('databaseUrl')
+  const open = () => {
+    const sockets: net.Socket[] = []
+    const socket = async (target: SocketTarget) => {
+      const s = await factory(target)
+      sockets.push(s)
+      return s
+    }
+    return { sql: postgres(url, { socket, max: 1, connect_timeout: connectTimeout } as postgres.Options<{}>), sockets }
+  }
+  const a = open()
+  const b = open()
+  try {
+    await a.sql`select 1`
+    await b.sql`select 1`
+    let victim: typeof a | undefined
+    let late: Promise<unknown> | undefined
+    for (const [me, other] of [[a, b], [b, a]] as const) {
+      me.sockets[0]!.once('close', () => {
+        if (victim !== undefined) return
+        victim = other
+        late = other.sql`select 'late'`.execute().catch(() => undefined)
+      })
+    }
+    a.sockets[0]!.destroy()
+    b.sockets[0]!.destroy()
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(victim).toBeDefined()
+    await late
+    const started = performance.now()
+    try {
+      expect(await victim!.sql`select 2 as two`).toEqual([{ two: 2 }])
+      return { ms: performance.now() - started }
+    } catch (error) {
+      return { ms: performance.now() - started, error: (error as Error).message }
+    }
+  } finally {
+    await a.sql.end({ timeout: 1 })
+    await b.sql.end({ timeout: 1 })
+  }
+}
 
 describe('noDelaySocket', () => {
   it('connects with Nagle off, trying hosts in order', async () => {
@@ -54,5 +105,16 @@ describe('noDelaySocket', () => {
     } finally {
       await sql.end()
     }
+  })
+
+  it('frees a connection whose socket closed while a small write waited (postgres.js 3.4.9)', async () => {
+    // postgres.js cancels the held-back write but keeps its timer set: with a plain socket the
+    // connection's next startup is never sent, and the query waits for connect_timeout.
+    const plain = await queryAfterCloseRace(plainSocket, 2)
+    expect(plain.error).toMatch(/CONNECT_TIMEOUT/)
+    // The guard notices a session that never starts and cycles the socket until the stuck bytes go.
+    const guarded = await queryAfterCloseRace(noDelaySocket, 30)
+    expect(guarded.error).toBeUndefined()
+    expect(guarded.ms).toBeLessThan(5_000)
   })
 })

@@ -1,5 +1,6 @@
 import { once } from 'node:events'
 import net from 'node:net'
+import { guardStalledWrites } from './stalled-write-guard.js'
 
 /** The part of postgres.js's options its `socket` hook receives that says where to connect. */
 export interface SocketTarget {
@@ -18,7 +19,8 @@ export interface SocketTarget {
  * and postgres.js"). node-postgres sets TCP_NODELAY itself.
  *
  * Hosts are tried in order, as postgres.js does; TLS still works (postgres.js wraps the socket).
- * It also bounds how long an ended connection may linger (see closeWithin).
+ * It also bounds how long an ended connection may linger (see closeWithin), and frees a connection
+ * postgres.js 3.4.9 left unable to send (see guardStalledWrites).
  */
 export async function noDelaySocket(target: SocketTarget): Promise<net.Socket> {
   const targets = target.path ? [{ path: target.path }] : target.host.map((host, i) => ({ host, port: target.port[i] ?? target.port[0] ?? 5432 }))
@@ -29,15 +31,20 @@ export async function noDelaySocket(target: SocketTarget): Promise<net.Socket> {
     // The last host's socket is returned still connecting: if it fails, postgres.js sees the error
     // and the close, and reconnects later. A factory that throws instead leaves postgres.js 3.4.9
     // with a connection stuck in its connecting state for good (seen after a server restart).
-    if (i === targets.length - 1) return socket
+    if (i === targets.length - 1) return guarded(socket)
     try {
       await once(socket, 'connect')
-      return socket
+      return guarded(socket)
     } catch {
       socket.destroy()
     }
   }
   throw new Error('noDelaySocket: no host to connect to')
+}
+
+function guarded(socket: net.Socket): net.Socket {
+  guardStalledWrites(socket)
+  return socket
 }
 
 /** How long a peer gets to close a connection postgres.js ended before the socket is destroyed. */
