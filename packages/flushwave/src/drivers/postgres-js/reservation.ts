@@ -1,7 +1,6 @@
 import type { PendingQuery, ReservedSql, Row, Sql } from 'postgres'
 import { endsSession, isServerError } from '../protocol/pg-error.js'
-import { withDeadline } from '../protocol/timeout.js'
-import { ReserveTimeout } from '../port.js'
+import { hedgedReserve } from './hedged-reserve.js'
 
 /** The few fields of postgres.js's internal connection object a reservation relies on. */
 interface Connection {
@@ -30,16 +29,15 @@ export class Reservation {
   private constructor(readonly sql: ReservedSql) {}
 
   /**
-   * Reserves a connection, giving up at `deadline` (ms since the epoch of performance.now()). A
-   * reservation that arrives after that is released at once, so that none is left behind.
+   * Reserves a connection, giving up at `deadline` (ms since the epoch of performance.now()) with
+   * ReserveTimeout. A reservation that arrives after that is released at once (hedged-reserve.ts).
    */
   static async open(pool: Sql, deadline: number): Promise<Reservation> {
-    const pending = afterStaleError(() => pool.reserve())
-    const sql = await withDeadline(pending, deadline, () => {
-      pending.then((late) => late.release(), () => undefined)
-      return new ReserveTimeout()
-    })
-    return new Reservation(sql)
+    const reachable = () => afterStaleError(() => pool.unsafe('select 1')).then(
+      () => true,
+      () => false,
+    )
+    return new Reservation(await hedgedReserve(() => afterStaleError(() => pool.reserve()), deadline, reachable))
   }
 
   /** Options for the reservation's first query: they hand over the connection object. */
