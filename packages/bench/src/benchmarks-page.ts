@@ -241,6 +241,7 @@ const HOW_TO_RUN = [
   'pnpm bench --scenario throughput --clients 32 --duration 10   # flushes per second on a pool of 10 at 5 ms',
   'pnpm bench --profile                                          # only the phase profile',
   'pnpm bench --scenario stream                                  # only em.stream\'s memory over a million rows',
+  'scripts/patroni-cluster.sh pnpm bench --scenario replicas    # reads over two replicas against the primary, on a Patroni cluster (results/latest-replicas.md)',
   'pnpm bench --quick --pooler                                   # through PgBouncer in transaction mode (when pgbouncer is installed)',
   'pnpm bench --quick --warm-up 0                                # no warm-up: a cold process\'s first flushes',
   'pnpm --filter bench page                                      # this page again, from results/latest.json',

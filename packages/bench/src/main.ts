@@ -1,5 +1,5 @@
 /**
- * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,listEndpoint,scale,typesScale,throughput,stream]
+ * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,listEndpoint,scale,typesScale,throughput,stream,replicas]
  *            [--pooler] [--profile] [--clients 32] [--duration 10] [--warm-up 300]
  *
  * Without flags: every cell scenario at 0, 1, 2, 5 and 10 ms (listEndpoint at 0, 2 and 10 only),
@@ -7,7 +7,8 @@
  * (stream-memory.ts) (about 40 minutes on a 2-core machine; the estimate is printed first). `--profile` alone
  * runs only the phase profile; `--scenario` picks cells and sections by name. `--warm-up n` sets
  * the untimed units of work each series runs before a case's first cell (300, at most 3 s a series;
- * 0 times a cold process, as the bench did before).
+ * 0 times a cold process, as the bench did before). `--scenario replicas` needs a cluster
+ * (`scripts/patroni-cluster.sh pnpm bench --scenario replicas`, replica-reads.ts).
  *
  * One embedded PostgreSQL (or DATABASE_URL), one real toxiproxy (or TOXIPROXY_URL) adding latency
  * to every server→client chunk, and every series doing the same units of work through it, side by
@@ -29,6 +30,7 @@ import { measurePhases, phaseTable, type PhaseRow } from './phases.js'
 import { isScale, scaleChart, TYPES_SCALE_TITLE } from './scale-report.js'
 import { measureThroughput, type ThroughputRow } from './throughput.js'
 import { measureStreamMemory, streamLine, type StreamMemoryRow } from './stream-memory.js'
+import { measureReplicaReads, replicaReadsMarkdown } from './replica-reads.js'
 import { loadSeries, SERIES } from './series/index.js'
 import type { OpenOptions, Series, SeriesFactory } from './series/types.js'
 
@@ -113,6 +115,18 @@ const THROUGHPUT_POOL = 10
 
 const startedAt = new Date()
 const log = (line: string) => process.stderr.write(line + '\n')
+// On a cluster, not the embedded database: run before (and, alone, instead of) everything else.
+if (scenarios?.includes('replicas')) {
+  const replicas = await measureReplicaReads(log)
+  if (replicas) {
+    await mkdir(new URL('../results/', import.meta.url), { recursive: true })
+    await writeFile(new URL('../results/latest-replicas.json', import.meta.url), JSON.stringify({ startedAt: startedAt.toISOString(), ...replicas }, null, 2) + '\n')
+    await writeFile(new URL('../results/latest-replicas.md', import.meta.url), replicaReadsMarkdown(replicas))
+    process.stdout.write(replicaReadsMarkdown(replicas))
+    log('wrote packages/bench/results/latest-replicas.*')
+  }
+  if (scenarios.every((s) => s === 'replicas')) process.exit(0)
+}
 if (args.pooler && !pgbouncerBinary()) {
   log('--pooler: skipped, pgbouncer is not on PATH (Debian/Ubuntu: apt-get install pgbouncer).')
   process.exit(0)
