@@ -48,7 +48,12 @@ echo "$answer" | grep -q '"name"' || fail "no author in the answer of $url"
 
 kill -INT -- "-$example_pid"
 for _ in $(seq 30); do kill -0 "$example_pid" 2> /dev/null || break; sleep 1; done
-kill -0 "$example_pid" 2> /dev/null && { cat "$log" >&2; fail "pnpm example still runs 30 s after SIGINT"; }
+if kill -0 "$example_pid" 2> /dev/null; then
+  # What is left of its process group, and in which state, for whoever reads the failure.
+  ps -eo pid,ppid,pgid,stat,pcpu,etime,args | awk -v g="$example_pid" 'NR == 1 || $3 == g' >&2
+  cat "$log" >&2
+  fail "pnpm example still runs 30 s after SIGINT"
+fi
 example_pid=
 grep -q 'directory are gone' "$log" || { cat "$log" >&2; fail "pnpm example did not report a clean stop"; }
 node -e 'require("net").connect(+process.argv[1],"127.0.0.1").on("connect",()=>process.exit(1)).on("error",()=>process.exit(0))' "$db_port" \
