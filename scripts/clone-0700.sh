@@ -11,8 +11,11 @@ fail() { echo "clone-0700: FAILED: $*" >&2; exit 1; }
 dir=$(mktemp -d)
 chmod 700 "$dir"
 example_pid=
+# A process and all its descendants.
+tree() { local child; echo "$1"; for child in $(pgrep -P "$1"); do tree "$child"; done; }
+signal_tree() { kill "-$1" $(tree "$2") 2> /dev/null || true; }
 cleanup() {
-  if [ -n "$example_pid" ] && kill -0 "$example_pid" 2> /dev/null; then kill -KILL -- "-$example_pid" 2> /dev/null || true; fi
+  if [ -n "$example_pid" ] && kill -0 "$example_pid" 2> /dev/null; then signal_tree KILL "$example_pid"; fi
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -25,8 +28,8 @@ mkdir "$dir/repo"
 cd "$dir/repo"
 pnpm install --frozen-lockfile --reporter=silent || fail "pnpm install"
 
-# `pnpm example` in a process group of its own, so SIGINT reaches it as Ctrl-C in a terminal would.
-# Job control (set -m) for that: without it a background job ignores SIGINT, and pnpm then relays none.
+# `pnpm example` in a process group of its own, with job control (set -m): without it a background
+# job starts with SIGINT ignored.
 port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 log="$dir/example.log"
 set -m
@@ -46,11 +49,16 @@ answer=$(curl -sS --fail --max-time 10 "$url") || { cat "$log" >&2; fail "curl $
 echo "clone-0700: curl $url -> $answer"
 echo "$answer" | grep -q '"name"' || fail "no author in the answer of $url"
 
-kill -INT -- "-$example_pid"
+# SIGINT to the example's own Node process. pnpm may start each script in a process group of its own
+# (seen when it runs without a terminal, in the background of a new session), so a signal to pnpm's
+# group can miss it; pnpm's processes exit once it has.
+example_node=$(ps -o pid=,args= -p "$(tree "$example_pid" | paste -sd,)" | awk '$2 == "node" && /src\/main\.ts/ { print $1; exit }')
+[ -n "$example_node" ] || { ps -o pid,args -p "$(tree "$example_pid" | paste -sd,)" >&2; fail "no node process of pnpm example found"; }
+kill -INT "$example_node"
 for _ in $(seq 30); do kill -0 "$example_pid" 2> /dev/null || break; sleep 1; done
 if kill -0 "$example_pid" 2> /dev/null; then
-  # What is left of its process group, and in which state, for whoever reads the failure.
-  ps -eo pid,ppid,pgid,stat,pcpu,etime,args | awk -v g="$example_pid" 'NR == 1 || $3 == g' >&2
+  # What is left of it, and in which state, for whoever reads the failure.
+  ps -o pid,ppid,pgid,stat,pcpu,etime,args -p "$(tree "$example_pid" | paste -sd,)" >&2
   cat "$log" >&2
   fail "pnpm example still runs 30 s after SIGINT"
 fi
