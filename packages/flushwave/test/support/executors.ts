@@ -1,8 +1,7 @@
 import knexFactory, { type Knex } from 'knex'
 import pg from 'pg'
 import postgres from 'postgres'
-import { hedgedReserve } from '../../src/drivers/postgres-js/hedged-reserve.js'
-import { afterStaleError } from '../../src/drivers/postgres-js/reservation.js'
+import { reserveFrom } from '../../src/drivers/postgres-js/reservation.js'
 import { flushwave, tcpNoDelay, type Flushwave, type FlushwaveOptions, type KnexLike, type PgPool, type PostgresJsLike, type Schema, type SchemaDefs } from '../../src/index.js'
 
 /** Every executor Flushwave ships on a network driver; suites that hold for all of them run once per name. */
@@ -93,12 +92,10 @@ function openDriver(name: ExecutorName, url: string, options: Omit<OpenOptions<n
       ...(options.connectTimeout === undefined ? {} : { connect_timeout: options.connectTimeout }),
       connection: { ...(path ? { search_path: path.map((p) => `"${p}"`).join(', ') } : {}), ...(app ? { application_name: app } : {}) },
     })
-    // After a server process was terminated, postgres.js hands its FATAL error to the first query of
-    // the reconnected session (see afterStaleError): a driver quirk, not a leak, so one more try.
-    // And its pool can forget a queued reservation when a connection closes (see hedgedReserve):
-    // asked again, as Flushwave does. A connection held for good still leaves one request unanswered.
-    const reachable = () => sql`select 1`.then(() => true, () => false)
-    const whole = all(() => hedgedReserve(() => afterStaleError(() => sql.reserve()), Infinity, reachable), (conn) => conn.release())
+    // Reserved as Flushwave reserves (reserveFrom): postgres.js may hand a terminated server's FATAL
+    // error to the next session's first request, or forget a queued reservation when a connection
+    // closes; driver quirks, not leaks. A connection held for good still leaves a request unanswered.
+    const whole = all(() => reserveFrom(sql, Infinity), (conn) => conn.release())
     const query = async (text: string) => [...(await sql.unsafe(text))] as Record<string, unknown>[]
     return { driver: { kind: name, sql }, instance: sql, select1: async () => void (await sql`select 1`), query, whole, close: () => sql.end({ timeout: 1 }) }
   }

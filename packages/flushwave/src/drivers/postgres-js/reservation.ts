@@ -9,6 +9,19 @@ interface Connection {
 }
 
 /**
+ * `pool.reserve()` as Flushwave asks it of postgres.js 3.4.9: once more after a stale FATAL error
+ * (afterStaleError), and again while the pool may have forgotten the request (hedgedReserve), each
+ * time once a plain query through the pool answered. Rejects with ReserveTimeout at `deadline`.
+ */
+export function reserveFrom(pool: Sql, deadline: number): Promise<ReservedSql> {
+  const reachable = () => afterStaleError(() => pool.unsafe('select 1')).then(
+    () => true,
+    () => false,
+  )
+  return hedgedReserve(() => afterStaleError(() => pool.reserve()), deadline, reachable)
+}
+
+/**
  * One reserved postgres.js connection that knows when its socket closed and can be cut.
  *
  * postgres.js gives no public handle on a reserved connection, and releasing one whose socket has
@@ -33,11 +46,7 @@ export class Reservation {
    * ReserveTimeout. A reservation that arrives after that is released at once (hedged-reserve.ts).
    */
   static async open(pool: Sql, deadline: number): Promise<Reservation> {
-    const reachable = () => afterStaleError(() => pool.unsafe('select 1')).then(
-      () => true,
-      () => false,
-    )
-    return new Reservation(await hedgedReserve(() => afterStaleError(() => pool.reserve()), deadline, reachable))
+    return new Reservation(await reserveFrom(pool, deadline))
   }
 
   /** Options for the reservation's first query: they hand over the connection object. */
