@@ -36,10 +36,11 @@ export interface ConnectOptions {
    */
   readonly prepare?: PrepareMode
   /**
-   * An insert of at least this many rows into one table goes by `COPY … FROM STDIN`
-   * (`FlushResult.copied`): in the flush's pipeline on `pg` and `knex`, at one round trip more on
-   * postgres.js; not on PGlite. Off by default (unset or `false`): measured through Flushwave, COPY's
-   * text format is not yet faster than unnest's arrays for most tables (docs/guide/writes.md).
+   * Which inserts go by `COPY … FROM STDIN` (`FlushResult.copied`): in the flush's pipeline on `pg`
+   * and `knex`, at one round trip more on postgres.js; never on PGlite. Unset: the cost model picks
+   * them, inserts of 10,000 rows or more into a table whose columns all travel as text, and on
+   * postgres.js only where the rows save more than a round trip (docs/guide/writes.md). A number:
+   * every plain insert of that many rows or more. `false`: none.
    */
   readonly copyRows?: number | false
   /**

@@ -1,3 +1,4 @@
+import type { CopyPolicy } from '../plan/copy-policy.js'
 import type { Op } from '../plan/ops.js'
 import type { IdBlocks, IdRequest } from '../sql/render-ids.js'
 import type { SessionOptions, TransactionOptions } from '../sql/render-session.js'
@@ -20,8 +21,8 @@ export interface Executor {
   write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds, options?: WriteOptions): Promise<WriteOutcome>
   /** Whether `write` sends `WriteOptions.record` (idempotent units of work need it). */
   readonly recordsKeys?: boolean
-  /** Inserts of at least this many rows may be written as `copy … from stdin` (Statement.copy); unset: never. */
-  readonly copyRows?: number
+  /** Which inserts may be written as `copy … from stdin` (plan/copy-policy.ts); unset: none. */
+  readonly copyPolicy?: CopyPolicy
   /**
    * A read of any size in batches of `batchSize` rows (arrays in select-list order), through a
    * server-side cursor: one batch in memory at a time. Optional: `em.stream` needs it.

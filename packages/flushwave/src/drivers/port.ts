@@ -1,6 +1,14 @@
 import type { Opening } from '../sql/render-session.js'
 import type { Statement } from '../sql/statement.js'
 
+/** A port's COPY: who chooses the inserts that go by it, and what it costs beyond the pipeline. */
+export interface CopySupport {
+  /** The application's `copyRows`: every plain insert of that many rows or more; unset: the cost model (plan/copy-policy.ts). */
+  readonly rows?: number
+  /** The port waits for the server's CopyInResponse before it sends the rows: one round trip more (postgres.js). */
+  readonly roundTrip: boolean
+}
+
 /**
  * What a driver gives the flush protocol (protocol/pipeline-executor.ts): connections that send a
  * pipeline of statements and can be cut, one-statement queries, transactions and probe connections.
@@ -12,11 +20,8 @@ export interface Port {
   readonly maxPipeline: number
   /** Inside a transaction the protocol does not own: flushes send no BEGIN or COMMIT. */
   readonly inTransaction: boolean
-  /**
-   * Inserts of at least this many rows into a table go as `copy … from stdin` (Statement.copy),
-   * which the port sends in the pipeline; unset: the port cannot.
-   */
-  readonly copyRows?: number
+  /** How the port sends `copy … from stdin` (Statement.copy) in a flush; unset: it does not. */
+  readonly copy?: CopySupport
   /**
    * A connection for one flush, given back with `release`. Rejects with ReserveTimeout when none
    * became free by `deadline` (a performance.now() time); a connection that arrives later is released.

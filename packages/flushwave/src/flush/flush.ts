@@ -33,7 +33,7 @@ export interface FlushResult {
   readonly upserted: Readonly<Record<string, number>>
   readonly updated: Readonly<Record<string, number>>
   readonly deleted: Readonly<Record<string, number>>
-  /** Of `inserted`, the rows per table that went by COPY (`copyRows`). */
+  /** Of `inserted`, the rows per table that went by COPY (plan/copy-policy.ts: large plain inserts, or `copyRows`). */
   readonly copied: Readonly<Record<string, number>>
   readonly statements: number
   readonly waves: number
@@ -109,12 +109,12 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
     ctx.uow.journal?.incrementsSent(entity)
   }
   clock.lap('changes')
-  const plan = planFlush(set.changes, ctx.schema, preparation, ctx.maxRows, ctx.executor.copyRows)
+  const plan = planFlush(set.changes, ctx.schema, preparation, ctx.maxRows, ctx.executor.copyPolicy)
   clock.lap('plan')
   let prepared = 0
   for (const p of preparation) prepared += p.roundTrips
   if (isEmpty(set.changes) && ctx.record === undefined) return result(plan, [], prepared, 0, clock, [])
-  const waves = renderPlan(plan, ctx.executor.copyRows)
+  const waves = renderPlan(plan)
   clock.lap('render')
   const inserted = assigned.size > 0 || set.inserted.length > 0 ? insertedPerTable(set.changes.inserts) : undefined
   // The id pool's refill, when this flush leaves it low and it is cheap for the server (pooled

@@ -1,19 +1,10 @@
-import type { InsertOp, Op } from './ops.js'
+import type { Op } from './ops.js'
 
 /**
  * Rows per statement at most (10,000 by default): a flush of 100,000 rows becomes a few more
  * statements of bounded size rather than one huge message, in the same pipeline.
  */
 export const DEFAULT_MAX_ROWS = 10_000
-
-/**
- * Whether an insert of `copyRows` rows or more may go by COPY (sql/render-copy.ts): a plain insert
- * that needs no rows back (no upsert, no columns the server fills). COPY sends its rows as data, not
- * parameters, so such an insert is never split by `maxRows`.
- */
-export function copies(op: Op, copyRows: number | undefined): op is InsertOp {
-  return copyRows !== undefined && op.kind === 'insert' && op.ids.length >= copyRows && op.upsert === undefined && op.omit === undefined
-}
 
 /** Splits an op with more than `maxRows` rows into ops of at most `maxRows`, in order. */
 export function chunk(op: Op, maxRows: number): Op[] {

@@ -46,6 +46,8 @@ export interface InsertOp {
    * inserts): the statement leaves them out and returns each row's id and their values.
    */
   readonly omit?: readonly number[]
+  /** Sent as `copy … from stdin` (plan/copy-policy.ts): a plain insert the planner chose for COPY. */
+  readonly copy?: true
 }
 
 export interface UpdateOp {

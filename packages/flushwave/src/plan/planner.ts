@@ -3,7 +3,8 @@ import type { EntityMeta, FixUp, ManyToManyMeta } from '../schema/meta.js'
 import type { Changes, LinkChange, NewRows, RowDelete, RowUpdate, RowUpsert, Text } from './changes.js'
 import { cascade, purgeOps } from './cascade.js'
 import { softCascade, softDeleted } from './soft-delete.js'
-import { chunk, copies, DEFAULT_MAX_ROWS } from './chunk.js'
+import { chunk, DEFAULT_MAX_ROWS } from './chunk.js'
+import { copies, type CopyPolicy } from './copy-policy.js'
 import { addTo } from './groups.js'
 import { referencedFirst } from './insert-groups.js'
 import type { DeleteOp, InsertOp, LinkInsertOp, LockOp, Op, RowSet, UpdateOp } from './ops.js'
@@ -30,7 +31,7 @@ export function planFlush(
   schema: SchemaFacts,
   preparation: readonly Preparation[] = [],
   maxRows = DEFAULT_MAX_ROWS,
-  copyRows?: number,
+  copy?: CopyPolicy,
 ): Plan {
   const ops: Op[] = []
   const inserts = new Map<EntityMeta, NewRows>()
@@ -90,7 +91,7 @@ export function planFlush(
   }
   const chunked: Op[] = []
   for (const op of ops) {
-    if (copies(op, copyRows)) chunked.push(op)
+    if (copies(op, copy)) chunked.push({ ...op, copy: true })
     else for (const part of chunk(op, maxRows)) chunked.push(part)
   }
   const waves = chunked.length === 0 ? [] : [{ ops: chunked, reason: 'every value is known to the client: one pipeline from BEGIN to COMMIT' }]

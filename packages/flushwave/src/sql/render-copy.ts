@@ -2,16 +2,17 @@ import type { InsertOp } from '../plan/ops.js'
 import type { WriteStatement } from './statement.js'
 
 /**
- * A large insert as `COPY … FROM STDIN` (`copyRows`), every value as its column type's text. Hand
- * written, COPY cost the server about half of unnest's arrays at 100,000 rows
- * (../shared/design/pipelining.md, "Bulk"); through Flushwave the text format has not been faster
- * yet (docs/design-notes.md, "COPY in the pipeline, off by default"). On node-postgres the rows follow the command (extended protocol) without waiting for the
- * server's CopyInResponse, inside the flush's pipeline: no round trip of their own; on any error the
- * server discards them up to the command's Sync, so the transaction fails like any statement's
- * (tested on the wire: a missing table, a duplicate key, malformed or null data, a transaction
- * failed before). postgres.js waits for the CopyInResponse: one round trip more (copy-in.ts). Only
- * plain inserts go this way (plan/chunk.ts, `copies`): an upsert needs its conflict clause, and
- * columns the server fills need RETURNING, which COPY has not.
+ * A large insert as `COPY … FROM STDIN` (chosen by plan/copy-policy.ts), every value as its column
+ * type's text. Hand written, COPY cost the server about half of unnest's arrays at 100,000 rows
+ * (../shared/design/pipelining.md, "Bulk"); through Flushwave it pays for tables whose values go
+ * as their text (docs/design-notes.md, "COPY in the pipeline, when it pays"). On node-postgres the
+ * rows follow the command (extended protocol) without waiting for the server's CopyInResponse,
+ * inside the flush's pipeline: no round trip of their own; on any error the server discards them
+ * up to the command's Sync, so the transaction fails like any statement's (tested on the wire: a
+ * missing table, a duplicate key, malformed or null data, a transaction failed before).
+ * postgres.js waits for the CopyInResponse: one round trip more (copy-in.ts). Only plain inserts go
+ * this way (`copies`): an upsert needs its conflict clause, and columns the server fills need
+ * RETURNING, which COPY has not.
  */
 export function renderCopy(op: InsertOp): WriteStatement {
   const e = op.entity

@@ -3,7 +3,6 @@ import type { Plan } from '../plan/plan.js'
 import { returnsRows } from './returning.js'
 import type { WriteStatement } from './statement.js'
 import { renderCascadeDelete, renderCascadeNull, renderCascadeSoftDelete, renderDelete, renderLiveGuard, renderUnlinkCycle } from './render-delete.js'
-import { copies } from '../plan/chunk.js'
 import { renderCopy } from './render-copy.js'
 import { renderInsert } from './render-insert.js'
 import { renderLinkDelete, renderLinkInsert, renderLinkPurge } from './render-links.js'
@@ -17,16 +16,15 @@ import { nothingShared, sharedDecoded } from './write-values.js'
  * one-row update on which columns it sets (oneRowUpdate); never on the row count. One bind
  * parameter per column: an array in the column's wire type (ColumnType.wire), or a scalar (one row,
  * or a value the rows share) in the column's own type. So each table has a few insert, update and
- * delete shapes, which postgres.js prepares once per connection. A large insert may go as COPY
- * instead (`copyRows`, render-copy.ts).
+ * delete shapes, which postgres.js prepares once per connection. A large insert the planner chose
+ * for COPY goes as COPY instead (plan/copy-policy.ts, render-copy.ts).
  */
-export function renderPlan(plan: Plan, copyRows?: number): WriteStatement[][] {
+export function renderPlan(plan: Plan): WriteStatement[][] {
   const waves: WriteStatement[][] = []
   for (const wave of plan.waves) {
     const statements: WriteStatement[] = []
     for (const op of wave.ops) {
-      // Inserts of `copyRows` rows or more go by COPY where the executor can send it (render-copy.ts).
-      if (copies(op, copyRows)) statements.push(renderCopy(op))
+      if (op.kind === 'insert' && op.copy) statements.push(renderCopy(op))
       else statements.push(renderOp(op))
     }
     waves.push(statements)

@@ -1,3 +1,4 @@
+import type { CopyPolicy } from '../plan/copy-policy.js'
 import type { CarriedIds, Executor, Position, WarmUp, WriteOptions, WriteOutcome } from '../drivers/executor.js'
 import type { IdBlocks, IdRequest } from '../sql/render-ids.js'
 import type { SessionOptions, TransactionOptions } from '../sql/render-session.js'
@@ -39,8 +40,8 @@ export class TracedExecutor implements Executor {
     return this.inner.recordsKeys
   }
 
-  get copyRows(): number | undefined {
-    return this.inner.copyRows
+  get copyPolicy(): CopyPolicy | undefined {
+    return this.inner.copyPolicy
   }
 
   read(statement: Statement): Promise<unknown[][]> {

@@ -1,7 +1,7 @@
 import { createTestSchema, type TestSchema } from 'devdb'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { createTablesSql, ForeignKeyViolationError, UniqueViolationError, type QueryEvent } from '../../src/index.js'
+import { createTablesSql, defineSchema, entity, ForeignKeyViolationError, t, UniqueViolationError, type QueryEvent } from '../../src/index.js'
 import { bookstoreUuid } from '../support/bookstore-uuid.js'
 import { EXECUTORS, openExecutor, type OpenedExecutor } from '../support/executors.js'
 
@@ -14,6 +14,8 @@ import { EXECUTORS, openExecutor, type OpenedExecutor } from '../support/executo
  * COPY: types-round-trip.test.ts; a connection cut in the middle of COPY data: faults.test.ts.
  */
 const schema = bookstoreUuid
+/** The same tables and one whose timestamps travel as epoch milliseconds (ColumnType.wire), not as text. */
+const stamped = defineSchema({ ...bookstoreUuid.defs, Stamp: entity('stamp', { id: t.uuidId(), at: t.timestamptz(), note: t.text() }) })
 
 describe.each(EXECUTORS)('COPY on %s', (name) => {
   let ns: TestSchema
@@ -23,7 +25,7 @@ describe.each(EXECUTORS)('COPY on %s', (name) => {
   beforeAll(async () => {
     ns = await createTestSchema(inject('databaseUrl'), `copy_${name.replace(/[^a-z]/g, '')}`)
     direct = postgres(inject('databaseUrl'), { max: 1, onnotice: () => {}, connection: { search_path: `"${ns.name}"` } })
-    for (const statement of createTablesSql(schema)) await direct.unsafe(statement)
+    for (const statement of createTablesSql(stamped)) await direct.unsafe(statement)
     opened = openExecutor(name, inject('databaseUrl'), schema, { max: 2, searchPath: ns.name, orm: { copyRows: 50, onQuery: (e) => sent.push(e) } })
   })
   afterAll(async () => {
@@ -112,6 +114,32 @@ describe.each(EXECUTORS)('COPY on %s', (name) => {
       expect(result.roundTrips).toBe(1)
     } finally {
       await never.close()
+    }
+  })
+
+  it('without copyRows, the cost model picks: a large insert into a table whose columns go as text by COPY, one with timestamps and a smaller one by unnest', async () => {
+    const auto = openExecutor(name, inject('databaseUrl'), stamped, { max: 1, searchPath: ns.name, orm: { onQuery: (e) => sent.push(e) } })
+    try {
+      const em = auto.orm.em()
+      const book = em.create('Book', { title: 'auto', author: em.create('Author', { name: 'auto' }) })
+      // 12,000 rows save more than the round trip postgres.js's COPY costs, even the 5 ms assumed before any is timed.
+      for (let r = 0; r < 12_000; r++) em.create('Review', { stars: 1 + (r % 5), body: `auto\t${r}`, book })
+      for (let s = 0; s < 12_000; s++) em.create('Stamp', { at: new Date(1_700_000_000_000 + s), note: `s${s}` })
+      sent.length = 0
+      const result = await em.flush()
+      expect(result.inserted).toEqual({ author: 1, book: 1, review: 12_000, stamp: 12_000 })
+      expect(result.copied).toEqual({ review: 12_000 })
+      expect(result.roundTrips).toBe(name === 'postgres.js' ? 2 : 1)
+      expect(sent.filter((e) => e.phase === 'write').map((e) => e.text.split(' (')[0])).toEqual(expect.arrayContaining(['copy "review"', 'insert into "stamp"']))
+      const [row] = await direct`select count(*)::int as n, count(distinct r.body)::int as bodies, min(r.body) as first from review r join book b on b.id = r.book_id where b.title = 'auto'`
+      expect(row).toEqual({ n: 12_000, bodies: 12_000, first: 'auto\t0' })
+
+      const fewer = auto.orm.em()
+      const other = fewer.create('Book', { title: 'auto fewer', author: fewer.create('Author', { name: 'auto fewer' }) })
+      for (let r = 0; r < 9_999; r++) fewer.create('Review', { stars: 3, body: `fewer ${r}`, book: other })
+      expect(await fewer.flush()).toMatchObject({ inserted: { review: 9_999 }, copied: {}, roundTrips: 1 })
+    } finally {
+      await auto.close()
     }
   })
 })

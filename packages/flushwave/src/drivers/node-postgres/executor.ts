@@ -3,7 +3,7 @@ import type { Statement } from '../../sql/statement.js'
 import { PipelineExecutor, type ExecutorOptions } from '../protocol/pipeline-executor.js'
 import { fromNodePostgres } from '../protocol/pg-error.js'
 import { withDeadline } from '../protocol/timeout.js'
-import { BEGIN, COMMIT, OPEN, ReserveTimeout, type Connection, type LateQuery, type Port, type QueryResult, type Sent } from '../port.js'
+import { BEGIN, COMMIT, OPEN, ReserveTimeout, type Connection, type CopySupport, type LateQuery, type Port, type QueryResult, type Sent } from '../port.js'
 import type { StatementNames } from './named-statements.js'
 import { copyQuery } from './copy-query.js'
 import { destroyConnection, guardErrors, pgQuery, pipelined, type PgClient } from './pg-client.js'
@@ -18,9 +18,12 @@ import type { PgSource } from './pg-source.js'
  * through PgBouncer.
  */
 export class NodePostgresExecutor extends PipelineExecutor {
-  /** `copyRows`: inserts of that many rows or more go by COPY, in the flush's pipeline (copy-query.ts); unset or false: never. */
+  /**
+   * `copyRows`: inserts of that many rows or more go by COPY, in the flush's pipeline
+   * (copy-query.ts); unset: the ones the cost model picks (plan/copy-policy.ts); false: none.
+   */
   constructor(source: PgSource, options: ExecutorOptions = {}, copyRows?: number | false) {
-    super(new NodePostgresPort(source, copyRows === false ? undefined : copyRows), options)
+    super(new NodePostgresPort(source, copyRows === false ? undefined : { ...(copyRows === undefined ? {} : { rows: copyRows }), roundTrip: false }), options)
   }
 }
 
@@ -33,7 +36,7 @@ export class NodePostgresPort implements Port {
 
   constructor(
     private readonly source: PgSource,
-    readonly copyRows?: number,
+    readonly copy?: CopySupport,
   ) {
     this.warmUp = source.names.mode === false ? undefined : { connections: source.connections, prepares: true }
   }
@@ -60,7 +63,7 @@ export class NodePostgresPort implements Port {
   }
 
   transaction<T>(fn: (port: Port) => Promise<T>, opening?: Opening): Promise<T> {
-    return this.source.transaction((source) => fn(new NodePostgresPort(source, this.copyRows)), opening)
+    return this.source.transaction((source) => fn(new NodePostgresPort(source, this.copy)), opening)
   }
 }
 

@@ -2,7 +2,7 @@ import type { Sql } from 'postgres'
 import { afterSettings } from '../protocol/opening.js'
 import { PipelineExecutor, type ExecutorOptions } from '../protocol/pipeline-executor.js'
 import { withDeadline } from '../protocol/timeout.js'
-import { ReserveTimeout, type Connection, type LateQuery, type OpenProbe, type Port, type QueryResult } from '../port.js'
+import { ReserveTimeout, type Connection, type CopySupport, type LateQuery, type OpenProbe, type Port, type QueryResult } from '../port.js'
 import type { Opening } from '../../sql/render-session.js'
 import type { Statement } from '../../sql/statement.js'
 import { readRoundTrips } from './cold-shapes.js'
@@ -31,9 +31,12 @@ export interface PostgresJsLike {
  * and the pipelined COMMIT with ROLLBACK.
  */
 export class PostgresJsExecutor extends PipelineExecutor {
-  /** `copyRows`: inserts of that many rows or more go by COPY, at one round trip more each (copy-in.ts); unset or false: never. */
+  /**
+   * `copyRows`: inserts of that many rows or more go by COPY, at one round trip more each
+   * (copy-in.ts); unset: the ones the cost model picks (plan/copy-policy.ts); false: none.
+   */
   constructor(sql: PostgresJsLike, options: ExecutorOptions = {}, copyRows?: number | false) {
-    super(new PostgresJsPort(sql as unknown as Sql, false, copyRows === false ? undefined : copyRows), options)
+    super(new PostgresJsPort(sql as unknown as Sql, false, copyRows === false ? undefined : { ...(copyRows === undefined ? {} : { rows: copyRows }), roundTrip: true }), options)
   }
 }
 
@@ -49,7 +52,7 @@ export class PostgresJsPort implements Port {
   constructor(
     private readonly sql: Sql,
     readonly inTransaction = false,
-    readonly copyRows?: number,
+    readonly copy?: CopySupport,
   ) {
     this.options = (sql as unknown as { options?: PostgresJsPort['options'] }).options ?? {}
     this.maxPipeline = Math.max(4, this.options.max_pipeline ?? 100)
@@ -108,7 +111,7 @@ export class PostgresJsPort implements Port {
    */
   transaction<T>(fn: (port: Port) => Promise<T>, opening?: Opening): Promise<T> {
     const run = (tx: Sql) => {
-      const port = new PostgresJsPort(tx, true, this.copyRows)
+      const port = new PostgresJsPort(tx, true, this.copy)
       const settings = opening?.settings
       return settings === undefined ? fn(port) : afterSettings(tx.unsafe(settings.text, settings.params as string[]).execute(), () => fn(port))
     }

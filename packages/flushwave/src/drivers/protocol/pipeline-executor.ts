@@ -10,7 +10,9 @@ import { Capture } from './capture.js'
 import { lost } from './failures.js'
 import { endsSession, flushError, isServerError } from './pg-error.js'
 import { refusal, SettingsRefused } from './opening.js'
+import { AUTO_COPY_ROWS, type CopyPolicy } from '../../plan/copy-policy.js'
 import { PipelinedReads } from './pipelined-reads.js'
+import { RoundTripClock } from './round-trip-clock.js'
 import { read } from './reads.js'
 import { DEFAULT_FLUSH_TIMEOUT_MS, withDeadline } from './timeout.js'
 import { streamRows } from './stream.js'
@@ -37,12 +39,16 @@ export class PipelineExecutor implements Executor {
   private readonly context: WriteContext
   /** Reads outside a transaction of the application's, when the session has settings. */
   private readonly sessionReads: PipelinedReads | undefined
+  /** The quickest round trip lately (the COPY cost model's), shared with the executors made from this one. */
+  private readonly roundTrip: RoundTripClock
 
   constructor(
     readonly port: Port,
     private readonly options: ExecutorOptions = {},
     capture?: Capture,
+    roundTrip?: RoundTripClock,
   ) {
+    this.roundTrip = roundTrip ?? new RoundTripClock()
     const timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
     const settings = options.session && renderSettings(options.session)
     const lsn = options.captureLsn ? CURRENT_LSN : undefined
@@ -52,18 +58,24 @@ export class PipelineExecutor implements Executor {
 
   /** The same executor (port, ledger, onQuery) with `session` applied in every transaction it opens. */
   withSession(session: SessionOptions): PipelineExecutor {
-    return new PipelineExecutor(this.port, { ...this.options, session }, this.context.capture)
+    return new PipelineExecutor(this.port, { ...this.options, session }, this.context.capture, this.roundTrip)
   }
 
-  get copyRows(): number | undefined {
-    return this.port.copyRows
+  /** The port's COPY as the planner weighs it: the application's threshold, or the cost model with this executor's round trip. */
+  get copyPolicy(): CopyPolicy | undefined {
+    const copy = this.port.copy
+    if (copy === undefined) return undefined
+    if (copy.rows !== undefined) return { minRows: copy.rows, auto: false, extraMs: 0 }
+    return { minRows: AUTO_COPY_ROWS, auto: true, extraMs: copy.roundTrip ? this.roundTrip.ms : 0 }
   }
 
   async read(statement: Statement): Promise<unknown[][]> {
     this.emit('read', statement)
     const reads = this.sessionReads
     if (reads !== undefined) return read(() => reads.read(statement), { retry: true, timeoutMs: this.context.timeoutMs })
+    const started = performance.now()
     const result = await read((late) => this.port.query(statement, late), { retry: !this.port.inTransaction, timeoutMs: this.context.timeoutMs })
+    if (result.roundTrips === 1) this.roundTrip.note(performance.now() - started)
     return result.rows
   }
 
@@ -97,7 +109,7 @@ export class PipelineExecutor implements Executor {
   transaction<T>(fn: (executor: Executor) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     if (this.port.inTransaction) throw new FlushwaveError('transactions do not nest: already inside em.transaction()')
     const start = opening(mergeSession(this.options.session, options))
-    const inside = (port: Port) => fn(new PipelineExecutor(port, this.options, this.context.capture))
+    const inside = (port: Port) => fn(new PipelineExecutor(port, this.options, this.context.capture, this.roundTrip))
     const normalize = this.port.serverError ?? ((e: ServerError) => e)
     return this.port.transaction(inside, start.modes === '' && start.settings === undefined ? undefined : start).catch((error: unknown) => {
       // The settings after BEGIN were refused (a role that does not exist): COMMIT was never sent.
@@ -114,7 +126,12 @@ export class PipelineExecutor implements Executor {
 
   write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds, options?: WriteOptions): Promise<WriteOutcome> {
     if (options?.record !== undefined && this.port.inTransaction) throw new FlushwaveError('an idempotent unit of work cannot record its key inside a transaction of its own')
-    return this.port.inTransaction ? writeInTransaction(this.context, waves) : writeFlush(this.context, waves, ids, options?.record)
+    if (this.port.inTransaction) return writeInTransaction(this.context, waves)
+    const started = performance.now()
+    return writeFlush(this.context, waves, ids, options?.record).then((outcome) => {
+      if (outcome.roundTrips === 1) this.roundTrip.note(performance.now() - started)
+      return outcome
+    })
   }
 
   private emit(phase: QueryEvent['phase'], statement: Statement): void {

@@ -1,4 +1,5 @@
 import { ConnectionLostError } from '../../errors.js'
+import type { CopyPolicy } from '../../plan/copy-policy.js'
 import type { IdBlocks, IdRequest } from '../../sql/render-ids.js'
 import { laterLsn } from '../../sql/render-replica.js'
 import { renderSettings, type SessionOptions, type TransactionOptions } from '../../sql/render-session.js'
@@ -100,8 +101,8 @@ export class ReplicatedExecutor implements Executor {
     return this.primary.recordsKeys
   }
 
-  get copyRows(): number | undefined {
-    return this.primary.copyRows
+  get copyPolicy(): CopyPolicy | undefined {
+    return this.primary.copyPolicy
   }
 
   /** The same executor whose reads see every commit up to `position` as well. */
