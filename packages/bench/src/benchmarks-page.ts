@@ -238,7 +238,7 @@ const HOW_TO_RUN = [
   'pnpm bench --latency 2,50 --series flushwave,raw-pipelined --scenario bulkCreate',
   'pnpm bench --scenario scale                                   # 1k, 10k and 100k new rows in one unit of work',
   'pnpm bench --scenario typesScale                              # the same over a column of each newer type (Flushwave, raw SQL)',
-  'pnpm bench --scenario throughput --clients 32 --duration 10   # flushes per second on a pool of 10 at 5 ms',
+  'pnpm bench --scenario throughput --clients 32 --rounds 3 --duration 6   # flushes per second on a pool of 10 at 5 ms, series taking turns',
   'pnpm bench --profile                                          # only the phase profile',
   'pnpm bench --scenario stream                                  # only em.stream\'s memory over a million rows',
   'scripts/patroni-cluster.sh pnpm bench --scenario replicas    # reads over two replicas against the primary, on a Patroni cluster (results/latest-replicas.md)',

@@ -1,6 +1,6 @@
 /**
  * pnpm bench [--quick] [--latency 0,2,10] [--series flushwave,typeorm] [--scenario bulkCreate,listEndpoint,scale,typesScale,throughput,stream,replicas]
- *            [--pooler] [--profile] [--clients 32] [--duration 10] [--warm-up 300]
+ *            [--pooler] [--profile] [--clients 32] [--rounds 3] [--duration 6] [--warm-up 300]
  *
  * Without flags: every cell scenario at 0, 1, 2, 5 and 10 ms (listEndpoint at 0, 2 and 10 only),
  * then scale and typesScale, throughput, the phase profile and em.stream's memory over a million rows
@@ -28,7 +28,7 @@ import { measureCell, type Case, type MeasureOptions, type Run, type Subject } f
 import { pgbouncerBinary } from './pooler.js'
 import { measurePhases, phaseTable, type PhaseRow } from './phases.js'
 import { isScale, scaleChart, TYPES_SCALE_TITLE } from './scale-report.js'
-import { measureThroughput, type ThroughputRow } from './throughput.js'
+import { combineRounds, measureThroughput, throughputTable, type ThroughputRow } from './throughput.js'
 import { measureStreamMemory, streamLine, type StreamMemoryRow } from './stream-memory.js'
 import { measureReplicaReads, replicaReadsMarkdown } from './replica-reads.js'
 import { loadSeries, SERIES } from './series/index.js'
@@ -43,8 +43,9 @@ const { values: args } = parseArgs({
     pooler: { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     clients: { type: 'string', default: '32' },
+    rounds: { type: 'string', default: '3' },
     'warm-up': { type: 'string' },
-    duration: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '6' },
   },
 })
 
@@ -109,7 +110,10 @@ const options: MeasureOptions = args.quick ? { budgetMs: 2_000, minSamples: 20, 
 const warmUpRounds = Number(args['warm-up'] ?? WARM_UP_ROUNDS)
 if (!Number.isInteger(warmUpRounds) || warmUpRounds < 0) throw new Error(`--warm-up is a number of rounds, not ${args['warm-up']}`)
 const scaleOptions: MeasureOptions = { budgetMs: 3_000, minSamples: 3, maxSamples: 10 }
-const throughputOptions = { clients: Number(args.clients), durationMs: Number(args.duration) * 1000, tables: 5, maxIterations: 20_000 }
+// Seeded rows per round: twice what the fastest series did per second so far (about 1,000 flushes/s).
+const throughputOptions = { clients: Number(args.clients), durationMs: Number(args.duration) * 1000, tables: 5, maxIterations: 2_000 * Number(args.duration) }
+const throughputRounds = Number(args.rounds)
+if (!Number.isInteger(throughputRounds) || throughputRounds < 1) throw new Error(`--rounds is a whole number of rounds, not ${args.rounds}`)
 const THROUGHPUT_LATENCY = 5
 const THROUGHPUT_POOL = 10
 
@@ -200,17 +204,24 @@ try {
   }
   if (wantThroughput) {
     await env.proxy.setLatency(THROUGHPUT_LATENCY)
-    log(progress.line(`throughput: ${throughputOptions.clients} clients, pool ${THROUGHPUT_POOL}, ${throughputOptions.durationMs / 1000} s each`))
-    for (const factory of factories.filter((f) => !failed.has(f.name) && !NOT_IN_THROUGHPUT.has(f.name) && (!f.only || f.only.includes('throughput')))) {
-      const series = await factory.open(env.url, { ...openOptions, poolSize: THROUGHPUT_POOL })
-      try {
-        const row = await measureThroughput(factory.name, series, env.admin, THROUGHPUT_LATENCY, THROUGHPUT_POOL, throughputOptions)
-        throughput.push(row)
-        log(`  ${row.series}: ${row.flushesPerSecond.toFixed(0)} flushes/s, p50 ${row.p50Ms.toFixed(1)} ms, p99 ${row.p99Ms.toFixed(1)} ms, ${row.errors} errors${row.firstError ? ` (${row.firstError.split('\n')[0]})` : ''}`)
-      } finally {
-        await series.close().catch(() => undefined)
+    log(progress.line(`throughput: ${throughputOptions.clients} clients, pool ${THROUGHPUT_POOL}, ${throughputRounds} rounds of ${throughputOptions.durationMs / 1000} s each`))
+    const taking = factories.filter((f) => !failed.has(f.name) && !NOT_IN_THROUGHPUT.has(f.name) && (!f.only || f.only.includes('throughput')))
+    const rounds = new Map<string, ThroughputRow[]>(taking.map((f) => [f.name, []]))
+    for (let round = 0; round < throughputRounds; round++) {
+      // Each round in another order, so that no series always follows the same one.
+      for (const factory of [...taking.slice(round % taking.length), ...taking.slice(0, round % taking.length)]) {
+        const series = await factory.open(env.url, { ...openOptions, poolSize: THROUGHPUT_POOL })
+        try {
+          const row = await measureThroughput(factory.name, series, env.admin, THROUGHPUT_LATENCY, THROUGHPUT_POOL, throughputOptions)
+          rounds.get(factory.name)!.push(row)
+          log(`  round ${round + 1}, ${row.series}: ${row.flushesPerSecond.toFixed(0)} flushes/s, p50 ${row.p50Ms.toFixed(1)} ms, p99 ${row.p99Ms.toFixed(1)} ms, ${row.errors} errors${row.firstError ? ` (${row.firstError.split('\n')[0]})` : ''}`)
+        } finally {
+          await series.close().catch(() => undefined)
+        }
       }
     }
+    throughput.push(...combineRounds(rounds, 'flushwave'))
+    log(throughputTable(throughput))
     progress.finished()
   }
   if (wantProfile) {
@@ -312,7 +323,7 @@ function estimateS(): number {
   const scale = cells.length - regular
   const warming = warmUpRounds > 0 ? new Set(cells.filter(([, c]) => !isScale(c.scenario)).map(([, c]) => c)).size * n * WARM_UP_MS : 0
   return (regular * n * (options.budgetMs + 2_500) + scale * n * (scaleOptions.budgetMs + 6_000) + warming) / 1000 +
-    (wantThroughput ? n * (throughputOptions.durationMs / 1000 + 8) : 0) + (wantStream ? 40 : 0) + (wantProfile ? 60 : 0)
+    (wantThroughput ? n * throughputRounds * (throughputOptions.durationMs / 1000 + 5) : 0) + (wantStream ? 40 : 0) + (wantProfile ? 60 : 0)
 }
 
 function message(error: unknown): string {

@@ -70,10 +70,13 @@ export function extras(results: Results, heading = '##', charts?: string): strin
   if (tp && tp.length > 0) {
     const t = tp[0]!
     lines.push('', `${heading} throughput`, '')
+    const rounds = t.perRound?.length ?? 1
     lines.push(`${t.clients} clients, each doing mixedFlush ×5 (load the rows, then one unit of work) one after another`)
-    lines.push(`for ${t.seconds.toFixed(0)} s on one series instance with a pool of ${t.poolSize} connections, at ${t.latencyMs} ms latency. flushes/s`)
-    lines.push('counts whole requests (load and flush; raw-pipelined loads nothing, it has the ids); p50 and p99 are',
-      'of the flush alone. flushwave-begin is left out: postgres.js refuses its `sql.begin` on a pool of 10.', '', throughputTable(tp))
+    lines.push(`on one series instance with a pool of ${t.poolSize} connections, at ${t.latencyMs} ms latency, for ${(t.seconds / rounds).toFixed(0)} s a round;`)
+    lines.push(`the series take turns, ${rounds} rounds in rotating order. flushes/s counts whole requests (the load of the rows, as`,
+      'every series reads them, and the flush) and is the median of the rounds; `÷ flushwave` is flushwave\'s flushes/s over',
+      'the series\' in the same round (median, lowest–highest; above 1 is slower). p50 and p99 are of the flush alone.',
+      'flushwave-begin is left out: postgres.js refuses its `sql.begin` on a pool of 10.', '', throughputTable(tp))
     if (charts) lines.push('', `![throughput: flushes per second per series](${charts}latest-throughput.svg)`)
   }
   const sm = results.streamMemory

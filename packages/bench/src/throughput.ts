@@ -3,7 +3,8 @@
  * time, against one series instance with a pool of 10 connections, at 5 ms latency. A client's
  * iteration is a request: load the rows (the series' own queries, through its pool) and flush. The
  * rows each iteration updates and deletes are seeded before the clock starts, so nothing but the
- * series touches the database while it runs.
+ * series touches the database while it runs. The series take turns in rounds (combineRounds): a
+ * ratio compares two series' slices of the same round, not two stretches minutes apart.
  */
 import type postgres from 'postgres'
 import { insertIds } from './scenarios.js'
@@ -33,6 +34,10 @@ export interface ThroughputRow {
   readonly p99Ms: number
   readonly errors: number
   readonly firstError?: string
+  /** flushes/s of each round, in round order (one when measured alone). */
+  readonly perRound?: readonly number[]
+  /** flushwave's flushes/s ÷ this series', per round: the median and the lowest and highest (above 1 is slower). */
+  readonly ratio?: { readonly median: number; readonly low: number; readonly high: number }
 }
 
 export async function measureThroughput(name: string, series: Series, admin: postgres.Sql, latencyMs: number, poolSize: number, o: ThroughputOptions): Promise<ThroughputRow> {
@@ -84,8 +89,39 @@ export async function measureThroughput(name: string, series: Series, admin: pos
   }
 }
 
+/**
+ * One row per series from its rounds (each series' rows in round order): flushes/s the median of
+ * its rounds, p50 and p99 the median of the rounds', flushes and errors summed, and the ratio to
+ * `baseline` from the rounds both ran.
+ */
+export function combineRounds(rounds: ReadonlyMap<string, readonly ThroughputRow[]>, baseline: string): ThroughputRow[] {
+  const base = rounds.get(baseline)
+  return [...rounds].map(([series, rows]) => {
+    const perRound = rows.map((r) => r.flushesPerSecond)
+    const ratios = base && series !== baseline ? rows.flatMap((r, i) => (base[i] && r.flushesPerSecond > 0 ? [base[i]!.flushesPerSecond / r.flushesPerSecond] : [])) : []
+    const sortedRatios = sortedCopy(ratios)
+    const firstError = rows.find((r) => r.firstError)?.firstError
+    return {
+      ...rows[0]!,
+      seconds: rows.reduce((a, r) => a + r.seconds, 0),
+      flushes: rows.reduce((a, r) => a + r.flushes, 0),
+      flushesPerSecond: quantile(sortedCopy(perRound), 0.5),
+      p50Ms: quantile(sortedCopy(rows.map((r) => r.p50Ms)), 0.5),
+      p99Ms: quantile(sortedCopy(rows.map((r) => r.p99Ms)), 0.5),
+      errors: rows.reduce((a, r) => a + r.errors, 0),
+      perRound,
+      ...(sortedRatios.length > 0 ? { ratio: { median: quantile(sortedRatios, 0.5), low: sortedRatios[0]!, high: sortedRatios.at(-1)! } } : {}),
+      ...(firstError ? { firstError } : {}),
+    }
+  })
+}
+
 export function throughputTable(rows: readonly ThroughputRow[]): string {
-  const lines = ['| series | flushes/s | p50 ms | p99 ms | flushes | errors |', '|---|---:|---:|---:|---:|---:|']
-  for (const r of rows) lines.push(`| ${r.series} | ${r.flushesPerSecond.toFixed(0)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.flushes} | ${r.errors} |`)
+  const lines = ['| series | flushes/s | ÷ flushwave | each round | p50 ms | p99 ms | flushes | errors |', '|---|---:|---:|---:|---:|---:|---:|---:|']
+  for (const r of rows) {
+    const ratio = r.ratio ? `${r.ratio.median.toFixed(2)}× (${r.ratio.low.toFixed(2)}–${r.ratio.high.toFixed(2)})` : '–'
+    const rounds = (r.perRound ?? [r.flushesPerSecond]).map((x) => x.toFixed(0)).join(', ')
+    lines.push(`| ${r.series} | ${r.flushesPerSecond.toFixed(0)} | ${ratio} | ${rounds} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.flushes} | ${r.errors} |`)
+  }
   return lines.join('\n')
 }
