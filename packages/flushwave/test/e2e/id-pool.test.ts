@@ -194,3 +194,23 @@ describe('what the id pool keeps', () => {
     expect(orms).toHaveLength(2) // alive to the end, as an application's are
   })
 })
+
+describe('ids that are not consecutive', () => {
+  it('come back listed and go one to a row: a cycling sequence that wraps inside one fetch', async () => {
+    // From 990 to 1,000, then from 1: one fetch's ids have a gap, so the statement lists them.
+    await db.sql.unsafe('truncate tag cascade')
+    await db.sql.unsafe('alter table tag alter column id set increment by 1 set maxvalue 1000 set cycle restart with 990')
+    const orm = flushwave({ schema: bookstore, sql: db.sql, onQuery: (e) => db.queries.push(e) })
+    const em = orm.em()
+    const tags = Array.from({ length: 40 }, (_, i) => em.create('Tag', { name: `wrap ${i}` }))
+    db.queries.length = 0
+    await em.flush()
+    expect(db.queries.filter((q) => q.phase === 'allocate')).toHaveLength(1)
+    const ids = tags.map((tag) => Number(tag.id))
+    expect(new Set(ids).size).toBe(40)
+    // Read as a range from the lowest id instead, none would be 990 or above.
+    expect(ids.filter((id) => id >= 990)).toEqual([990, 991, 992, 993, 994, 995, 996, 997, 998, 999, 1000])
+    const rows = await db.sql<{ id: string; name: string }[]>`select id::text, name from tag where name like 'wrap %'`
+    expect(new Map(rows.map((r) => [r.name, Number(r.id)]))).toEqual(new Map(tags.map((tag) => [tag.name, Number(tag.id)])))
+  })
+})
