@@ -8,11 +8,11 @@ import { STATE, type HasState } from './entity-state.js'
 export class IdentityMap {
   private readonly byId = new Map<EntityMeta, Map<string, HasState>>()
   /**
-   * Entities given an id and not yet in `byId`, per type, in the order they got it: filed at the
-   * type's next lookup (fileIds). A bulk insert is rarely looked up by id in the same
-   * EntityManager, and filing its 100,000 new ids took a flush 31 ms of about 490.
+   * New entities a flush gave an id (`register`) and not yet in `byId`, per type, in the order they
+   * got it: filed at the type's next lookup (fileIds). A bulk insert is rarely looked up by id in
+   * the same EntityManager, and filing its 100,000 new ids took a flush 31 ms of about 490.
    */
-  private unfiled: Map<EntityMeta, HasState[]> | undefined
+  private readonly unfiled = new Map<EntityMeta, HasState[]>()
   private readonly tracked = new Map<EntityMeta, Set<HasState>>()
   /**
    * Every entity that is new or removed or was touched, and maybe some that no longer are (a flush
@@ -33,7 +33,7 @@ export class IdentityMap {
   private everything = 0
 
   get(meta: EntityMeta, id: unknown): HasState | undefined {
-    if (this.unfiled !== undefined) this.fileIds(meta)
+    if (this.unfiled.size !== 0) this.fileIds(meta)
     return this.byId.get(meta)?.get(key(id))
   }
 
@@ -74,31 +74,34 @@ export class IdentityMap {
    * their keys. `referredTo: false` for an entity just created, which no row refers to yet.
    */
   register(entity: HasState, referredTo = true): void {
-    this.byIdSet(entity)
-    this.changed(entity[STATE].meta)
+    const meta = entity[STATE].meta
+    const list = this.unfiled.get(meta)
+    if (list === undefined) this.unfiled.set(meta, [entity])
+    else list.push(entity)
+    this.changed(meta)
     if (referredTo) this.changedAll()
   }
 
+  /** Files an entity that came with its id (a read row, a provided id) at once, after those waiting before it. */
   private byIdSet(entity: HasState): void {
-    const meta = entity[STATE].meta
-    const unfiled = (this.unfiled ??= new Map())
-    let list = unfiled.get(meta)
-    if (list === undefined) unfiled.set(meta, (list = []))
-    list.push(entity)
+    const state = entity[STATE]
+    if (this.unfiled.size !== 0) this.fileIds(state.meta)
+    let ids = this.byId.get(state.meta)
+    if (!ids) this.byId.set(state.meta, (ids = new Map()))
+    ids.set(key(state.id), entity)
   }
 
   /** Files the type's entities that got an id since its last lookup, in order: a later one with the same id wins, as it did when filed at once. */
   private fileIds(meta: EntityMeta): void {
-    const list = this.unfiled!.get(meta)
+    const list = this.unfiled.get(meta)
     if (list === undefined) return
-    this.unfiled!.delete(meta)
-    if (this.unfiled!.size === 0) this.unfiled = undefined
+    this.unfiled.delete(meta)
     let ids = this.byId.get(meta)
     if (!ids) this.byId.set(meta, (ids = new Map()))
     for (let i = 0; i < list.length; i++) {
       const entity = list[i]!
       const state = entity[STATE]
-      // Untracked since (delete below files first, so this is one that left by another way): skipped.
+      // An id taken back since is not filed (releaseIds deletes the entity first: a safeguard).
       if (state.id !== undefined) ids.set(key(state.id), entity)
     }
   }
@@ -110,7 +113,7 @@ export class IdentityMap {
     this.pending.delete(entity)
     this.watched.delete(entity)
     if (state.id === undefined) return
-    if (this.unfiled !== undefined) this.fileIds(state.meta)
+    if (this.unfiled.size !== 0) this.fileIds(state.meta)
     // A removed entity's id may be registered to the new entity replacing it (a provided id re-used).
     const ids = this.byId.get(state.meta)
     if (ids?.get(key(state.id)) === entity) ids.delete(key(state.id))
