@@ -9,6 +9,12 @@ export interface CopySupport {
   readonly roundTrip: boolean
 }
 
+/** A port's COPY from the application's `copyRows`: a threshold, unset for the cost model, or `false` for none. */
+export function copySupport(copyRows: number | false | undefined, roundTrip: boolean): CopySupport | undefined {
+  if (copyRows === false) return undefined
+  return copyRows === undefined ? { roundTrip } : { rows: copyRows, roundTrip }
+}
+
 /**
  * What a driver gives the flush protocol (protocol/pipeline-executor.ts): connections that send a
  * pipeline of statements and can be cut, one-statement queries, transactions and probe connections.

@@ -3,7 +3,7 @@ import type { Statement } from '../../sql/statement.js'
 import { PipelineExecutor, type ExecutorOptions } from '../protocol/pipeline-executor.js'
 import { fromNodePostgres } from '../protocol/pg-error.js'
 import { withDeadline } from '../protocol/timeout.js'
-import { BEGIN, COMMIT, OPEN, ReserveTimeout, type Connection, type CopySupport, type LateQuery, type Port, type QueryResult, type Sent } from '../port.js'
+import { BEGIN, COMMIT, OPEN, ReserveTimeout, copySupport, type Connection, type CopySupport, type LateQuery, type Port, type QueryResult, type Sent } from '../port.js'
 import type { StatementNames } from './named-statements.js'
 import { copyQuery } from './copy-query.js'
 import { destroyConnection, guardErrors, pgQuery, pipelined, type PgClient } from './pg-client.js'
@@ -23,7 +23,7 @@ export class NodePostgresExecutor extends PipelineExecutor {
    * (copy-query.ts); unset: the ones the cost model picks (plan/copy-policy.ts); false: none.
    */
   constructor(source: PgSource, options: ExecutorOptions = {}, copyRows?: number | false) {
-    super(new NodePostgresPort(source, copyRows === false ? undefined : { ...(copyRows === undefined ? {} : { rows: copyRows }), roundTrip: false }), options)
+    super(new NodePostgresPort(source, copySupport(copyRows, false)), options)
   }
 }
 

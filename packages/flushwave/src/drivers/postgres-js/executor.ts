@@ -2,7 +2,7 @@ import type { Sql } from 'postgres'
 import { afterSettings } from '../protocol/opening.js'
 import { PipelineExecutor, type ExecutorOptions } from '../protocol/pipeline-executor.js'
 import { withDeadline } from '../protocol/timeout.js'
-import { ReserveTimeout, type Connection, type CopySupport, type LateQuery, type OpenProbe, type Port, type QueryResult } from '../port.js'
+import { ReserveTimeout, copySupport, type Connection, type CopySupport, type LateQuery, type OpenProbe, type Port, type QueryResult } from '../port.js'
 import type { Opening } from '../../sql/render-session.js'
 import type { Statement } from '../../sql/statement.js'
 import { readRoundTrips } from './cold-shapes.js'
@@ -36,7 +36,7 @@ export class PostgresJsExecutor extends PipelineExecutor {
    * (copy-in.ts); unset: the ones the cost model picks (plan/copy-policy.ts); false: none.
    */
   constructor(sql: PostgresJsLike, options: ExecutorOptions = {}, copyRows?: number | false) {
-    super(new PostgresJsPort(sql as unknown as Sql, false, copyRows === false ? undefined : { ...(copyRows === undefined ? {} : { rows: copyRows }), roundTrip: true }), options)
+    super(new PostgresJsPort(sql as unknown as Sql, false, copySupport(copyRows, true)), options)
   }
 }
 

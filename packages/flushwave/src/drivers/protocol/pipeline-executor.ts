@@ -41,6 +41,8 @@ export class PipelineExecutor implements Executor {
   private readonly sessionReads: PipelinedReads | undefined
   /** The quickest round trip lately (the COPY cost model's), shared with the executors made from this one. */
   private readonly roundTrip: RoundTripClock
+  /** Whether COPY costs this port a round trip: only then are round trips timed. */
+  private readonly timed: boolean
 
   constructor(
     readonly port: Port,
@@ -49,6 +51,7 @@ export class PipelineExecutor implements Executor {
     roundTrip?: RoundTripClock,
   ) {
     this.roundTrip = roundTrip ?? new RoundTripClock()
+    this.timed = port.copy?.roundTrip === true
     const timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
     const settings = options.session && renderSettings(options.session)
     const lsn = options.captureLsn ? CURRENT_LSN : undefined
@@ -73,9 +76,9 @@ export class PipelineExecutor implements Executor {
     this.emit('read', statement)
     const reads = this.sessionReads
     if (reads !== undefined) return read(() => reads.read(statement), { retry: true, timeoutMs: this.context.timeoutMs })
-    const started = performance.now()
+    const started = this.timed ? performance.now() : 0
     const result = await read((late) => this.port.query(statement, late), { retry: !this.port.inTransaction, timeoutMs: this.context.timeoutMs })
-    if (result.roundTrips === 1) this.roundTrip.note(performance.now() - started)
+    if (this.timed && result.roundTrips === 1) this.roundTrip.note(performance.now() - started)
     return result.rows
   }
 
@@ -127,6 +130,7 @@ export class PipelineExecutor implements Executor {
   write(waves: readonly (readonly WriteStatement[])[], ids?: CarriedIds, options?: WriteOptions): Promise<WriteOutcome> {
     if (options?.record !== undefined && this.port.inTransaction) throw new FlushwaveError('an idempotent unit of work cannot record its key inside a transaction of its own')
     if (this.port.inTransaction) return writeInTransaction(this.context, waves)
+    if (!this.timed) return writeFlush(this.context, waves, ids, options?.record)
     const started = performance.now()
     return writeFlush(this.context, waves, ids, options?.record).then((outcome) => {
       if (outcome.roundTrips === 1) this.roundTrip.note(performance.now() - started)

@@ -1,5 +1,5 @@
 /** What a round trip is taken to cost before the executor has timed one (ms). */
-export const ASSUMED_ROUND_TRIP_MS = 5
+const ASSUMED_ROUND_TRIP_MS = 5
 
 /**
  * An executor's idea of one round trip's time, for the COPY cost model (plan/copy-policy.ts): the
