@@ -9,8 +9,8 @@ import { label, STATE, stateOf, type EntityState, type HasState } from './entity
  * tuple, known once every target has an id (at create, or when the flush assigns ids).
  */
 
-/** The tuple of a composite-key entity's values; undefined while a target has no id yet (`pending` may give it). */
-export function tupleOfValues(meta: EntityMeta, values: Record<string, unknown>, pending?: ReadonlyMap<HasState, string>): string | undefined {
+/** The tuple of a composite-key entity's values; undefined while a target has no id yet (`inFlush`: or, in a flush, no `flushId` either). */
+export function tupleOfValues(meta: EntityMeta, values: Record<string, unknown>, inFlush = false): string | undefined {
   const key = meta.key!
   const parts: string[] = []
   for (let i = 0; i < key.length; i++) {
@@ -23,7 +23,7 @@ export function tupleOfValues(meta: EntityMeta, values: Record<string, unknown>,
     const target = (value as HasState)[STATE]
     if (target.id !== undefined) parts.push(field.type.toText(target.id))
     else {
-      const id = pending?.get(value as HasState)
+      const id = inFlush ? target.flushId : undefined
       if (id === undefined) return undefined
       parts.push(id)
     }

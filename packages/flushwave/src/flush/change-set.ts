@@ -50,18 +50,19 @@ export function needingIds(entities: readonly HasState[]): Map<EntityMeta, HasSt
 
 /**
  * New composite-key entities whose key waited for a target's id (see UnitOfWork.composedId): their
- * tuples, from the ids the flush took, join `assigned`. A key this EntityManager holds already, or
- * one whose target gets its id only from the flush's own upsert, is refused before anything is sent.
+ * tuples, from the ids the flush took, become their `flushId` and join `assigned`. A key this
+ * EntityManager holds already, or one whose target gets its id only from the flush's own upsert, is
+ * refused before anything is sent.
  */
-export function composeKeys(map: IdentityMap, candidates: readonly HasState[], assigned: Map<HasState, string>): void {
+export function composeKeys(map: IdentityMap, candidates: readonly HasState[], assigned: HasState[]): void {
   const composed = new Map<EntityMeta, Set<string>>()
   for (let c = 0; c < candidates.length; c++) {
     const entity = candidates[c]!
     const state = entity[STATE]
     if (state.status !== 'new' || state.id !== undefined || !state.meta.key) continue
-    const tuple = tupleOfValues(state.meta, state.values, assigned)
+    const tuple = tupleOfValues(state.meta, state.values, true)
     if (tuple === undefined) {
-      const waiting = state.meta.key.find((f) => f.ref && (state.values[f.prop] as HasState)[STATE].id === undefined && !assigned.has(state.values[f.prop] as HasState))!
+      const waiting = state.meta.key.find((f) => f.ref && (state.values[f.prop] as HasState)[STATE].id === undefined && (state.values[f.prop] as HasState)[STATE].flushId === undefined)!
       throw upsertedTarget(`${label(state)}.${waiting.prop}`, (state.values[waiting.prop] as HasState)[STATE])
     }
     const existing = map.get(state.meta, tuple)
@@ -70,21 +71,22 @@ export function composeKeys(map: IdentityMap, candidates: readonly HasState[], a
     if (!seen) composed.set(state.meta, (seen = new Set()))
     if (seen.has(tuple)) throw new EntityStateError(`two new ${state.meta.name} entities have the key ${label({ ...state, id: tuple })}`)
     seen.add(tuple)
-    assigned.set(entity, tuple)
+    state.flushId = tuple
+    assigned.push(entity)
   }
 }
 
 /**
  * Diffs the flush's candidates (see flushCandidates) against their snapshots. Pure: it reads states
- * and changes none. `map` is read only for cascades, the types a cascade can reach (EntityMeta.referrers);
- * `assigned` holds the ids a flush took from the pool for new entities.
+ * and changes none. `map` is read only for cascades, the types a cascade can reach (EntityMeta.referrers).
+ * New entities without an id go with the `flushId` the flush took for them; those without one
+ * either (a preview, or created while the flush took ids) are left out.
  */
-export function computeChanges(map: IdentityMap, candidates: readonly HasState[], assigned: ReadonlyMap<HasState, string>): ChangeSet {
-  const idText = (state: EntityState, entity: HasState): string => {
+export function computeChanges(map: IdentityMap, candidates: readonly HasState[]): ChangeSet {
+  const idText = (state: EntityState): string => {
     if (state.id !== undefined) return state.meta.id.type.toText(state.id)
-    const id = assigned.get(entity)
-    if (id === undefined) throw new EntityStateError(`${label(state)} was created while this flush was running; flush again`)
-    return id
+    if (state.flushId === undefined) throw new EntityStateError(`${label(state)} was created while this flush was running; flush again`)
+    return state.flushId
   }
   const fieldText = (state: EntityState, field: FieldMeta, value: unknown): Text => {
     // undefined: a column left to the server, whose value (say, in a unique key) is not known yet.
@@ -95,7 +97,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       throw new EntityStateError(`${label(state)}.${field.prop} refers to ${label(target)}, which is ${target.status}`)
     }
     if (target.status === 'new' && target.upsert) throw upsertedTarget(`${label(state)}.${field.prop}`, target)
-    return idText(target, value as HasState)
+    return idText(target)
   }
   const inserts = new Map<EntityMeta, NewRows>()
   const upserts: RowUpsert[] = []
@@ -125,12 +127,12 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
     const entity = candidates[c]!
     const state = entity[STATE]
     const meta = state.meta
-    if (state.status === 'new' && state.id === undefined && !assigned.has(entity)) continue
+    if (state.status === 'new' && state.id === undefined && state.flushId === undefined) continue
     if (state.status === 'removed') {
       const self = meta.selfReferences
       deletes.push({
         entity: meta,
-        id: idText(state, entity),
+        id: idText(state),
         ...(meta.version ? { version: expectedVersion(state) } : {}),
         ...(self.length > 0 ? { parents: parentsRead(state, self, idText) } : {}),
       })
@@ -171,7 +173,7 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
         if (columns) columns[i]!.push(text)
         else values![i] = text
       }
-      const id = idText(state, entity)
+      const id = idText(state)
       if (upsert === undefined) {
         table!.ids.push(id)
         if (table!.omit !== undefined) serverFilled.push(entity)
@@ -201,13 +203,13 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
         if (meta.version) {
           const version = expectedVersion(state)
           if (!increments) snapshot[meta.version.prop] = String(Number(version) + 1)
-          updates.push({ entity: meta, id: idText(state, entity), changed, version, ...(increments && { increments }) })
+          updates.push({ entity: meta, id: idText(state), changed, version, ...(increments && { increments }) })
         } else {
-          updates.push({ entity: meta, id: idText(state, entity), changed, ...(increments && { increments }) })
+          updates.push({ entity: meta, id: idText(state), changed, ...(increments && { increments }) })
         }
         written.set(entity, snapshot)
       } else if (increments) {
-        updates.push({ entity: meta, id: idText(state, entity), changed, increments })
+        updates.push({ entity: meta, id: idText(state), changed, increments })
         written.set(entity, snapshot)
       }
     }
@@ -216,17 +218,17 @@ export function computeChanges(map: IdentityMap, candidates: readonly HasState[]
       if (!(collection instanceof ManyToManyCollection)) continue
       if (collection.added.size + collection.removed.size === 0) continue
       if (state.status === 'new' && state.upsert && collection.added.size > 0) throw upsertedTarget(`${label(state)}.${collection.meta.prop}`, state)
-      const owner = idText(state, entity)
+      const owner = idText(state)
       for (const target of collection.added) {
         const t = target[STATE]
         if (t.status === 'removed' || t.status === 'detached') continue
         if (t.status === 'new' && t.upsert) throw upsertedTarget(`${label(state)}.${collection.meta.prop}`, t)
         const fresh = state.status === 'new' || t.status === 'new'
-        linkAdds.push({ link: collection.meta, owner, target: idText(t, target), ...(fresh && { fresh }) })
+        linkAdds.push({ link: collection.meta, owner, target: idText(t), ...(fresh && { fresh }) })
       }
       for (const target of collection.removed) {
         if (target[STATE].status !== 'managed' && target[STATE].status !== 'stub') continue // purged with it
-        linkRemoves.push({ link: collection.meta, owner, target: idText(target[STATE], target) })
+        linkRemoves.push({ link: collection.meta, owner, target: idText(target[STATE]) })
       }
       collections.push(collection)
     }
@@ -266,10 +268,10 @@ function inGroupOrder(grouped: ReadonlyMap<EntityMeta, ReadonlyMap<number, NewRo
 }
 
 /** The ids a removed row referred to through its self-references, as read (null when not read). */
-function parentsRead(state: EntityState, fields: readonly FieldMeta[], idText: (state: EntityState, entity: HasState) => string): Text[] {
+function parentsRead(state: EntityState, fields: readonly FieldMeta[], idText: (state: EntityState) => string): Text[] {
   return fields.map((f) => {
     const target = state.snapshot?.[f.prop] as HasState | null | undefined
-    return target ? idText(target[STATE], target) : null
+    return target ? idText(target[STATE]) : null
   })
 }
 

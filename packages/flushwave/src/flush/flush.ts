@@ -88,10 +88,20 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   if (ctx.readOnly) refuseWrites(ctx)
   const { assigned, preparation } = await assignIds(ctx)
   clock.lap('ids')
+  try {
+    return await flushWithIds(ctx, clock, assigned, preparation)
+  } finally {
+    // Recorded as the entities' ids, given back, pinned or lost with an unknown outcome: settled either way.
+    forgetFlushIds(assigned)
+  }
+}
+
+/** The flush once its new entities have ids: changes, plan, SQL, the transaction, its record. */
+async function flushWithIds(ctx: FlushContext, clock: PhaseClock, assigned: HasState[], preparation: readonly Preparation[]): Promise<FlushResult> {
   let set: ChangeSet
   try {
     if (ctx.schema.compositeKeys) composeKeys(ctx.uow.map, ctx.candidates, assigned)
-    set = computeChanges(ctx.uow.map, ctx.candidates, assigned)
+    set = computeChanges(ctx.uow.map, ctx.candidates)
   } catch (error) {
     giveBack(ctx, assigned)
     throw error
@@ -116,7 +126,7 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   if (isEmpty(set.changes) && ctx.record === undefined) return result(plan, [], prepared, 0, clock, [])
   const waves = renderPlan(plan)
   clock.lap('render')
-  const inserted = assigned.size > 0 || set.inserted.length > 0 ? insertedPerTable(set.changes.inserts) : undefined
+  const inserted = assigned.length > 0 || set.inserted.length > 0 ? insertedPerTable(set.changes.inserts) : undefined
   // The id pool's refill, when this flush leaves it low and it is cheap for the server (pooled
   // sequences), rides at the end of the flush's pipeline, after COMMIT: no round trip of its own,
   // and no connection held apart from the flush's (a background refill on a pool of one made the
@@ -149,13 +159,13 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
     ctx.ids.afterFlush(refill, inserted)
   }
   clock.lap('write')
-  const regenerate = record(ctx.uow, set, assigned)
+  const regenerate = record(ctx.uow, set)
   const returned = outcome.returned ?? new Map<Op, readonly (readonly unknown[])[]>()
   if (set.counted.size > 0) readBack(ctx.uow, set.counted, returned)
   if (set.serverFilled.length > 0) readServerValues(ctx.uow, set.serverFilled, returned)
   if (regenerate !== undefined) readGenerated(ctx.uow, regenerate, returned)
   if (returned.size > 0) followCascades(ctx.uow, returned)
-  settleUpserts(ctx.uow, ctx.ids, set, assigned, returned)
+  settleUpserts(ctx.uow, ctx.ids, set, returned)
   // Ids, statuses and values changed past the identity map's own methods: em.upsert's key indexes start over.
   ctx.uow.map.changedAll()
   ctx.onWritten?.(set)
@@ -166,14 +176,25 @@ export async function flush(ctx: FlushContext, checksMs: number): Promise<FlushR
   return outcome.lsn === undefined ? done : { ...done, lsn: outcome.lsn }
 }
 
-async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, string>; preparation: Preparation[] }> {
+/**
+ * Gives the flush's new sequence-id entities without an id one from the pool, as their `flushId`:
+ * `assigned` lists them (composeKeys adds the composite keys it composes) for the outcome to settle:
+ * committed, the ids become theirs (record); rolled back, they go back to the pool (giveBack).
+ */
+async function assignIds(ctx: FlushContext): Promise<{ assigned: HasState[]; preparation: Preparation[] }> {
   const needed = needingIds(ctx.candidates)
-  const assigned = new Map<HasState, string>()
+  const assigned: HasState[] = []
   if (needed.size === 0) return { assigned, preparation: [] }
   const counts = new Map([...needed].map(([meta, list]) => [meta, list.length]))
   // Inside a transaction the fetch runs on the transaction's connection, which no other flush may wait on.
   const { ids, fetched } = await ctx.ids.take(counts, fetchOn(ctx.executor), { private: ctx.inTransaction === true })
-  for (const [meta, list] of needed) list.forEach((entity, i) => assigned.set(entity, ids.get(meta)![i]!))
+  for (const [meta, list] of needed) {
+    const taken = ids.get(meta)!
+    for (let i = 0; i < list.length; i++) {
+      list[i]![STATE].flushId = taken[i]!
+      assigned.push(list[i]!)
+    }
+  }
   const preparation = fetched.map(({ counts, roundTrips, refill }): Preparation => ({
     kind: 'allocate-ids',
     counts,
@@ -185,26 +206,30 @@ async function assignIds(ctx: FlushContext): Promise<{ assigned: Map<HasState, s
   return { assigned, preparation }
 }
 
-function giveBack(ctx: FlushContext, assigned: ReadonlyMap<HasState, string>): void {
+function giveBack(ctx: FlushContext, assigned: readonly HasState[]): void {
   const byMeta = new Map<EntityMeta, string[]>()
-  for (const [entity, id] of assigned) {
-    const meta = entity[STATE].meta
+  for (const entity of assigned) {
+    const { meta, flushId } = entity[STATE]
     if (meta.key) continue // a key tuple (composeKeys), not from the pool
     const ids = byMeta.get(meta)
-    if (ids) ids.push(id)
-    else byMeta.set(meta, [id])
+    if (ids) ids.push(flushId!)
+    else byMeta.set(meta, [flushId!])
   }
   for (const [meta, ids] of byMeta) ctx.ids.give(meta, ids)
 }
 
 /** Pins the ids a flush of unknown outcome sent on its new entities (they stay new). */
-function keepIds(uow: UnitOfWork, assigned: ReadonlyMap<HasState, string>): void {
-  for (const [entity, id] of assigned) {
+function keepIds(uow: UnitOfWork, assigned: readonly HasState[]): void {
+  for (const entity of assigned) {
     const state = entity[STATE]
     if (state.id !== undefined) continue
-    state.id = state.meta.id.type.fromDb(id)
+    state.id = state.meta.id.type.fromDb(state.flushId)
     uow.map.register(entity)
   }
+}
+
+function forgetFlushIds(assigned: readonly HasState[]): void {
+  for (let i = 0; i < assigned.length; i++) assigned[i]![STATE].flushId = undefined
 }
 
 function saveWritten(uow: UnitOfWork, set: ChangeSet): void {
@@ -217,14 +242,14 @@ function saveWritten(uow: UnitOfWork, set: ChangeSet): void {
 
 /** After COMMIT: ids, statuses and snapshots now describe the rows. */
 /** Returns the updated entities that have generated columns, whose new values the UPDATEs returned (readGenerated). */
-function record(uow: UnitOfWork, set: ChangeSet, assigned: ReadonlyMap<HasState, string>): HasState[] | undefined {
+function record(uow: UnitOfWork, set: ChangeSet): HasState[] | undefined {
   let regenerate: HasState[] | undefined
   for (let i = 0; i < set.inserted.length; i++) {
     const entity = set.inserted[i]!
     const state = entity[STATE]
     // An id taken at create (or provided) was registered then; one taken by this flush is new.
     if (state.id === undefined) {
-      state.id = state.meta.id.type.fromDb(assigned.get(entity))
+      state.id = state.meta.id.type.fromDb(state.flushId)
       uow.map.register(entity)
     }
     state.poolId = false
@@ -307,7 +332,7 @@ function result(plan: Plan, rowCounts: readonly (readonly number[])[], roundTrip
 function refuseWrites(ctx: FlushContext): void {
   let first = ctx.candidates.find((e) => e[STATE].status === 'new' || e[STATE].status === 'removed')
   if (first === undefined) {
-    const set = computeChanges(ctx.uow.map, ctx.candidates, new Map())
+    const set = computeChanges(ctx.uow.map, ctx.candidates)
     if (isEmpty(set.changes)) return
     first = set.written.keys().next().value
   }

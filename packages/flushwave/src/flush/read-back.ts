@@ -133,7 +133,7 @@ export function regenerated(state: EntityState): void {
  * that object takes the row and the upsert's is detached. Without the rows (a commit recovered
  * after a lost connection) the id is unknown: the entity is detached, and its row found by its key.
  */
-export function settleUpserts(uow: UnitOfWork, ids: IdPool, set: ChangeSet, assigned: ReadonlyMap<HasState, string>, returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
+export function settleUpserts(uow: UnitOfWork, ids: IdPool, set: ChangeSet, returned: ReadonlyMap<Op, readonly (readonly unknown[])[]>): void {
   const upserted = set.upserted
   if (upserted.length === 0) return
   const rows = new Map<string, readonly unknown[]>()
@@ -149,7 +149,8 @@ export function settleUpserts(uow: UnitOfWork, ids: IdPool, set: ChangeSet, assi
     const state = entity[STATE]
     const meta = state.meta
     const spec = state.upsert!
-    const sent = assigned.get(entity) ?? meta.id.type.toText(state.id)
+    const taken = state.flushId !== undefined // by this flush, from the pool (or a composed key)
+    const sent = state.flushId ?? meta.id.type.toText(state.id)
     const key = spec.key === 'id' ? [sent] : spec.key.map((f) => textOf(f, f.ref ? (state.values[f.prop] as HasState)[STATE].id : state.values[f.prop], true))
     const row = rows.get(`${meta.name}\u0000${key.join('\u0000')}`)
     uow.map.delete(entity) // registered under the id it was sent with
@@ -159,7 +160,7 @@ export function settleUpserts(uow: UnitOfWork, ids: IdPool, set: ChangeSet, assi
     }
     state.id = meta.id.type.fromDb(returnedId(row))
     const id = meta.id.type.toText(state.id)
-    if (id !== sent && assigned.has(entity) && !meta.key) ids.give(meta, [sent])
+    if (id !== sent && taken && !meta.key) ids.give(meta, [sent])
     state.poolId = false
     // The row this upsert met was deleted later in the same flush (a reference to it removed).
     if (deleted.has(`${meta.name}\u0000${id}`)) {

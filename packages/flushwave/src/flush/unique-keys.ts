@@ -25,13 +25,13 @@ export function replacedKeys(
   removed: readonly HasState[],
   writers: readonly HasState[],
   fieldText: (state: EntityState, field: FieldMeta, value: unknown) => Text,
-  idText: (state: EntityState, entity: HasState) => string,
+  idText: (state: EntityState) => string,
 ): Set<HasState> | undefined {
   const taken = new Set<string>()
   for (const entity of writers) {
     const state = entity[STATE]
     if (!keyed(state.meta)) continue
-    for (const key of keysOf(state.meta, (f) => fieldText(state, f, state.values[f.prop]), () => idText(state, entity))) taken.add(key)
+    for (const key of keysOf(state.meta, (f) => fieldText(state, f, state.values[f.prop]), () => idText(state))) taken.add(key)
   }
   if (taken.size === 0) return undefined
   const replaced = new Set<HasState>()
@@ -40,7 +40,7 @@ export function replacedKeys(
     const snapshot = state.snapshot
     if (state.status !== 'removed' || snapshot === undefined || !keyed(state.meta)) continue
     const old = (f: FieldMeta): Text => snapshotText(snapshot, f, idText)
-    if (keysOf(state.meta, old, () => idText(state, entity)).some((key) => taken.has(key))) replaced.add(entity)
+    if (keysOf(state.meta, old, () => idText(state)).some((key) => taken.has(key))) replaced.add(entity)
   }
   if (replaced.size === 0) return undefined
   // Removed rows that refer to a replaced one go first with it (the planner deletes children first).
@@ -83,9 +83,9 @@ export function replacedKeys(
 }
 
 /** A field's value as the row was read (a reference as its id). */
-export function snapshotText(snapshot: Record<string, unknown>, f: FieldMeta, idText: (state: EntityState, entity: HasState) => string): Text {
+export function snapshotText(snapshot: Record<string, unknown>, f: FieldMeta, idText: (state: EntityState) => string): Text {
   const value = snapshot[f.prop]
-  return f.ref && value !== null && value !== undefined ? idText((value as HasState)[STATE], value as HasState) : ((value as Text | undefined) ?? null)
+  return f.ref && value !== null && value !== undefined ? idText((value as HasState)[STATE]) : ((value as Text | undefined) ?? null)
 }
 
 /**
@@ -108,7 +108,7 @@ export function orderKeyChanges(
   keyedUpdates: readonly (readonly [HasState, number])[],
   updates: RowUpdate[],
   fieldText: (state: EntityState, field: FieldMeta, value: unknown) => Text,
-  idText: (state: EntityState, entity: HasState) => string,
+  idText: (state: EntityState) => string,
 ): void {
   let vacated: Map<string, HasState> | undefined
   const taking: [HasState, number, string[]][] = []
@@ -116,7 +116,7 @@ export function orderKeyChanges(
     const state = entity[STATE]
     const snapshot = state.snapshot
     if (snapshot === undefined) continue
-    const id = () => idText(state, entity)
+    const id = () => idText(state)
     const before = keysOf(state.meta, (f) => snapshotText(snapshot, f, idText), id)
     const now = keysOf(state.meta, (f) => fieldText(state, f, state.values[f.prop]), id)
     for (const key of before) if (!now.includes(key)) (vacated ??= new Map()).set(key, entity)
@@ -127,7 +127,7 @@ export function orderKeyChanges(
   for (const entity of inserted) {
     const state = entity[STATE]
     if (!keyed(state.meta)) continue
-    for (const key of keysOf(state.meta, (f) => fieldText(state, f, state.values[f.prop]), () => idText(state, entity))) {
+    for (const key of keysOf(state.meta, (f) => fieldText(state, f, state.values[f.prop]), () => idText(state))) {
       const from = vacated.get(key)
       if (from === undefined) continue
       const would = state.upsert ? 'an upsert would find that row and update it' : 'the insert would find the key taken'

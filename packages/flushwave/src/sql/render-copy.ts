@@ -22,7 +22,9 @@ export function renderCopy(op: InsertOp): WriteStatement {
   const values = fields.map((_, i) => op.columns[i]!)
   const toText = fields.map((f) => f.type.wire?.toText)
   const plain = fields.map((f) => PLAIN_TYPES.has(f.type.sqlType))
-  let rows = ''
+  // Lines joined once: appending each to one string built a rope of 100,000 pieces that the
+  // driver then had to flatten, twice the time of the join.
+  const lines = new Array<string>(op.ids.length + 1)
   for (let r = 0; r < op.ids.length; r++) {
     // An id (a number or a uuid) needs no escaping.
     let line = e.key ? '' : op.ids[r]!
@@ -32,9 +34,10 @@ export function renderCopy(op: InsertOp): WriteStatement {
       const escaped = value === null || plain[i] ? text : copyText(text)
       line = e.key && i === 0 ? escaped : `${line}\t${escaped}`
     }
-    rows += `${line}\n`
+    lines[r] = line
   }
-  return { op, text: `copy ${e.quotedTable} (${columns.join(', ')}) from stdin`, params: [], returnsRows: false, copy: rows }
+  lines[op.ids.length] = '' // the last row's newline
+  return { op, text: `copy ${e.quotedTable} (${columns.join(', ')}) from stdin`, params: [], returnsRows: false, copy: lines.join('\n') }
 }
 
 /** Types whose text has no backslash, tab, newline or carriage return: written as they are. */
