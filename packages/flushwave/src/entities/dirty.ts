@@ -30,13 +30,7 @@ export function isDirty(state: EntityState): boolean {
  * and a few comparisons per Date of those that were. Prunes from `pending` what a flush has taken.
  */
 export function flushCandidates(map: IdentityMap): HasState[] {
-  const out: HasState[] = []
-  for (const entity of map.pending) {
-    const state = entity[STATE]
-    const status = state.status
-    if (status === 'new' || status === 'removed' || (state.touched && status !== 'detached')) out.push(entity)
-    else map.pending.delete(entity)
-  }
+  const out = map.prunePending(isCandidate).slice()
   let meta: EntityMeta | undefined
   let mutable: readonly FieldMeta[] = []
   for (const entity of map.watched) {
@@ -51,6 +45,11 @@ export function flushCandidates(map: IdentityMap): HasState[] {
     }
   }
   return out
+}
+
+function isCandidate(state: EntityState): boolean {
+  const status = state.status
+  return status === 'new' || status === 'removed' || (state.touched && status !== 'detached')
 }
 
 function changedInPlace(state: EntityState, mutable: readonly FieldMeta[]): boolean {

@@ -34,6 +34,10 @@ export interface EntityState {
    * outcome. A field, not a Map the flush carries: a 100,000-row flush looked each one up four times.
    */
   flushId: string | undefined
+  /** Its index in the identity map's list of its type (-1 when not tracked): see TrackedList. */
+  slot: number
+  /** In the identity map's pending list (see IdentityMap.prunePending). */
+  pending: boolean
   /**
    * Current values by property: scalars as JS values, many-to-one as the target entity or null. A
    * `defaultNow()` time that no user code has read yet is held as its epoch milliseconds, and made a

@@ -406,6 +406,6 @@ export class UnitOfWork implements CollectionFactory {
   }
 
   private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
-    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, watched: false, pins: undefined, increments: undefined, poolId: false, flushId: undefined, upsert: undefined }
+    return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, watched: false, pins: undefined, increments: undefined, poolId: false, flushId: undefined, slot: -1, pending: false, upsert: undefined }
   }
 }
