@@ -15,15 +15,23 @@ type Validate = (entity: HasState) => string | readonly string[] | undefined
  */
 export function validate(entities: readonly HasState[], entityRule: (name: string) => Validate | undefined): void {
   const failures: ValidationFailure[] = []
-  const rules = new Map<EntityMeta, { fields: readonly FieldMeta[]; entity: Validate | undefined } | null>()
+  type Rules = { fields: readonly FieldMeta[]; entity: Validate | undefined } | null
+  const rules = new Map<EntityMeta, Rules>()
+  // Entities mostly come in runs of one type: the type's rules are looked up once per run.
+  let meta: EntityMeta | undefined
+  let ofType: Rules = null
   for (let e = 0; e < entities.length; e++) {
     const entity = entities[e]!
     const state = entity[STATE]
-    let ofType = rules.get(state.meta)
-    if (ofType === undefined) {
-      const fields = state.meta.fields.filter(hasRules)
-      const rule = entityRule(state.meta.name)
-      rules.set(state.meta, (ofType = fields.length === 0 && rule === undefined ? null : { fields, entity: rule }))
+    if (state.meta !== meta) {
+      meta = state.meta
+      let found = rules.get(meta)
+      if (found === undefined) {
+        const fields = meta.fields.filter(hasRules)
+        const rule = entityRule(meta.name)
+        rules.set(meta, (found = fields.length === 0 && rule === undefined ? null : { fields, entity: rule }))
+      }
+      ofType = found
     }
     if (ofType === null || state.status === 'removed' || !isDirty(state)) continue
     for (const field of ofType.fields) {
