@@ -15,6 +15,12 @@ export interface Environment {
   readonly url: string
   /** The same database straight, with no counter or proxy between (em.stream's memory). */
   readonly directUrl: string
+  /**
+   * Through the latency proxy but not the wire counter (throughput, which counts nothing): the
+   * counter relays every byte through two more sockets of the bench's own process, work that no
+   * application's process does and that would take its share of the client's CPU.
+   */
+  readonly latencyUrl: string
   readonly admin: postgres.Sql
   readonly wire: WireCounter
   readonly proxy: LatencyProxy
@@ -36,6 +42,7 @@ export async function startEnvironment(options: { pooler: boolean; poolerSize: n
   return {
     url: via(bench.url, '127.0.0.1', wire.port),
     directUrl: bench.url,
+    latencyUrl: via(bench.url, proxy.host, proxy.port),
     admin: bench.admin,
     wire,
     proxy,

@@ -210,7 +210,7 @@ try {
     for (let round = 0; round < throughputRounds; round++) {
       // Each round in another order, so that no series always follows the same one.
       for (const factory of [...taking.slice(round % taking.length), ...taking.slice(0, round % taking.length)]) {
-        const series = await factory.open(env.url, { ...openOptions, poolSize: THROUGHPUT_POOL })
+        const series = await factory.open(env.latencyUrl, { ...openOptions, poolSize: THROUGHPUT_POOL })
         try {
           const row = await measureThroughput(factory.name, series, env.admin, THROUGHPUT_LATENCY, THROUGHPUT_POOL, throughputOptions)
           rounds.get(factory.name)!.push(row)

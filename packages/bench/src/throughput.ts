@@ -1,6 +1,7 @@
 /**
  * throughput: C clients at once, each doing mixedFlush units of work one after another for a fixed
- * time, against one series instance with a pool of 10 connections, at 5 ms latency. A client's
+ * time, against one series instance with a pool of 10 connections, at 5 ms latency (through the latency
+ * proxy alone: the wire counter, which relays in the bench's own process, is left out). A client's
  * iteration is a request: load the rows (the series' own queries, through its pool) and flush. The
  * rows each iteration updates and deletes are seeded before the clock starts, so nothing but the
  * series touches the database while it runs. The series take turns in rounds (combineRounds): a
