@@ -11,9 +11,9 @@ import type { WriteStatement } from '../sql/statement.js'
  * before every sample, pays it on every flush. Keeping the driver's queries and answers as well
  * gained nothing more, so they are left to die (docs/design-notes.md, "Kept hidden classes").
  *
- * Bounded: only a flush whose parameters total at most KEEP_PARAM_CHARS characters is kept (a few
- * hundred rows), so a large flush's rows are never held past it. Nothing here refers to an entity:
- * the change rows, statements and result hold schema metadata and strings only.
+ * Bounded: only a flush that sent no COPY and whose parameters total at most KEEP_PARAM_CHARS
+ * characters is kept (a few hundred rows), so a large flush's rows are never held past it. Nothing
+ * here refers to an entity: the change rows, statements and result hold schema metadata and strings only.
  */
 export const KEEP_PARAM_CHARS = 32_768
 
@@ -30,6 +30,8 @@ function paramChars(waves: readonly (readonly WriteStatement[])[], limit: number
   for (let w = 0; w < waves.length; w++) {
     const statements = waves[w]!
     for (let s = 0; s < statements.length; s++) {
+      // A COPY's rows are no parameters, but they are the flush's largest data (a large insert).
+      if (statements[s]!.copy !== undefined) return Infinity
       const params = statements[s]!.params
       for (let p = 0; p < params.length; p++) {
         chars += params[p]?.length ?? 0

@@ -11,9 +11,9 @@ export interface FlushPhases {
   changes: number
   /** Ordering and batching the changes into ops. */
   plan: number
-  /** Rendering the ops to SQL text and bind parameters. */
+  /** Rendering the ops to SQL text and bind parameters (a COPY's rows render during `write`, as they are sent). */
   render: number
-  /** The executor: encoding, the round trip, the server's work, reading the answers. */
+  /** The executor: encoding (a COPY's rows too), the round trip, the server's work, reading the answers. */
   write: number
   /** Recording ids, statuses and snapshots after COMMIT. */
   record: number

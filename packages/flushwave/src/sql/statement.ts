@@ -17,11 +17,20 @@ export interface Statement {
    * (`em.query`), instead of arrays in select-list order.
    */
   readonly objects?: boolean
-  /**
-   * For `copy … from stdin`: the rows, in COPY's text format (render-copy.ts), which the driver
-   * sends after the command.
-   */
-  readonly copy?: string
+  /** For `copy … from stdin`: the rows, which the driver sends after the command (render-copy.ts). */
+  readonly copy?: CopyRows
+}
+
+/**
+ * The rows of a `copy … from stdin` in COPY's text format, rendered a piece at a time while the
+ * driver sends them: the server stores one piece while the client renders the next, and a large
+ * flush never holds all its rows as one string.
+ */
+export interface CopyRows {
+  /** Rows in all. */
+  readonly rows: number
+  /** The rows' text, in pieces of whole lines, each rendered when it is asked for; pure, so it can be asked again. */
+  pieces(): Iterable<string>
 }
 
 /** A statement of a flush, with the op it came from for results and error messages. */

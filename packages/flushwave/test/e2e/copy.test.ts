@@ -2,6 +2,7 @@ import { createTestSchema, type TestSchema } from 'devdb'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { createTablesSql, defineSchema, entity, ForeignKeyViolationError, t, UniqueViolationError, type QueryEvent } from '../../src/index.js'
+import { PIECE_ROWS } from '../../src/sql/render-copy.js'
 import { bookstoreUuid } from '../support/bookstore-uuid.js'
 import { EXECUTORS, openExecutor, type OpenedExecutor } from '../support/executors.js'
 
@@ -57,6 +58,20 @@ describe.each(EXECUTORS)('COPY on %s', (name) => {
     expect(row).toEqual({ n: 80, bodies: 80 })
     const [one] = await direct`select r.body from review r join book b on b.id = r.book_id where b.title = 'big 7' and r.stars = 5`
     expect(one!.body).toBe('big\t"7"\\\n5')
+  })
+
+  it('sends rows of several pieces whole and in order: NULLs and escapes at every piece boundary', async () => {
+    const em = opened.orm.em()
+    const book = em.create('Book', { title: 'pieces', author: em.create('Author', { name: 'pieces' }) })
+    const rows = PIECE_ROWS * 2 + 3
+    const body = (r: number) => (r % PIECE_ROWS === 0 || r % PIECE_ROWS === PIECE_ROWS - 1 ? null : `p${r}\t\\\n\r é`)
+    for (let r = 0; r < rows; r++) em.create('Review', { stars: 1 + (r % 5), body: body(r), book })
+    const result = await em.flush()
+    expect(result.copied).toEqual({ review: rows })
+    const got = await direct`select stars, body from review where book_id = ${book.id} order by stars, body nulls first`
+    const expected = Array.from({ length: rows }, (_, r) => ({ stars: 1 + (r % 5), body: body(r) }))
+    expected.sort((a, b) => a.stars - b.stars || (a.body === null ? (b.body === null ? 0 : -1) : b.body === null ? 1 : a.body < b.body ? -1 : a.body > b.body ? 1 : 0))
+    expect(got.map((r) => ({ stars: r.stars as number, body: r.body as string | null }))).toEqual(expected)
   })
 
   it('rolls the whole flush back when a row inside the COPY breaks a constraint, typed and naming the table', async () => {

@@ -56,4 +56,16 @@ describe("a flush's kept objects", () => {
     expect(big.inserted.tag).toBeGreaterThan(KEEP_PARAM_CHARS / name.length)
     expect(keptShapes()[2]).toBe(kept)
   })
+
+  it('are not replaced by a flush that sent a COPY: its rows are no parameters, and they are not held either', async () => {
+    const orm = flushwave({ schema: bookstore, sql: db.sql, copyRows: 3 })
+    const small = orm.em()
+    small.create('Tag', { name: 'kept before a copy' })
+    const kept = await small.flush()
+    expect(keptShapes()[2]).toBe(kept)
+    const copying = orm.em()
+    for (let i = 0; i < 3; i++) copying.create('Tag', { name: `copied ${i}` })
+    expect((await copying.flush()).copied).toEqual({ tag: 3 })
+    expect(keptShapes()[2]).toBe(kept)
+  })
 })

@@ -4,7 +4,7 @@ import type { PgClient, PgResult } from './pg-client.js'
 
 /**
  * `copy … from stdin` in node-postgres's pipeline mode: the command (Parse, Bind, Execute), its
- * rows (CopyData), CopyDone and Sync written at once, without waiting for the server's
+ * rows (CopyData, piece by piece as they render), CopyDone and Sync written without waiting for the server's
  * CopyInResponse, then the pipeline's next statements. node-postgres's own COPY (pg-copy-streams)
  * waits for that response, and pipeline mode accepts no query of another class: this is one of
  * its own Query objects (the client's `Client.Query`) with `submit` writing those messages and the
@@ -30,14 +30,10 @@ interface PgQuery {
 
 type QueryClass = new (config: { text: string; callback: (error: Error | null, result: PgResult) => void }) => PgQuery
 
-/** CopyData messages of at most this many bytes: the server takes any size, the client copies each. */
-const CHUNK = 1 << 20
-
 /** Issues `statement` (its `copy` rows included) on `client`; settles with the command's answer. */
 export function copyQuery(client: PgClient, statement: Statement): Promise<PgResult> {
   const Query = (client.constructor as { Query?: QueryClass }).Query
   if (Query === undefined) return Promise.reject(new FlushwaveError('COPY needs a node-postgres client (its Client.Query)'))
-  const rows = Buffer.from(statement.copy ?? '', 'utf8')
   return new Promise<PgResult>((resolve, reject) => {
     const query = new Query({ text: statement.text, callback: (error, result) => (error ? reject(error) : resolve(result)) })
     query.submit = (connection) => {
@@ -46,7 +42,14 @@ export function copyQuery(client: PgClient, statement: Statement): Promise<PgRes
         connection.parse({ text: statement.text, name: '', types: [] })
         connection.bind({ portal: '', statement: '', values: [] })
         connection.execute({ portal: '', rows: 0 })
-        for (let at = 0; at < rows.length; at += CHUNK) connection.sendCopyFromChunk(rows.subarray(at, at + CHUNK))
+      } finally {
+        connection.stream.uncork?.()
+      }
+      // Uncorked, each piece goes to the socket as soon as it is rendered: the server stores it
+      // while the next renders. (node-postgres submits synchronously: no turn of the event loop here.)
+      if (statement.copy !== undefined) for (const piece of statement.copy.pieces()) connection.sendCopyFromChunk(Buffer.from(piece, 'utf8'))
+      connection.stream.cork?.()
+      try {
         connection.endCopyFrom()
         connection.sync()
       } finally {

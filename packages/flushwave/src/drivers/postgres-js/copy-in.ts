@@ -27,9 +27,6 @@ export interface Copied {
   readonly failure: { readonly error: unknown } | undefined
 }
 
-/** The rows go in pieces of this many characters (each a CopyData message). */
-const CHUNK = 1 << 20
-
 /**
  * Starts the COPY of `statement` on `sql` and waits until its rows and CopyDone are written;
  * `answer` then settles with its answer. What `sql` is sent next goes right behind them. (Wrapped:
@@ -80,9 +77,18 @@ export async function copyIn(sql: Sql | ReservedSql, statement: Statement, gone:
     }
     writer.once('close', resolve)
   })
-  const rows = statement.copy ?? ''
-  for (let at = 0; at < rows.length; at += CHUNK) stream.write(rows.slice(at, at + CHUNK))
-  stream.end()
+  // Piece by piece, with a turn of the event loop after each: the socket takes each piece while
+  // the next renders, and a large COPY does not hold the event loop for its whole rendering.
+  let closed = false
+  void gone.then(() => (closed = true))
+  if (statement.copy !== undefined) {
+    for (const piece of statement.copy.pieces()) {
+      if (closed) break
+      stream.write(piece)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+  if (!closed) stream.end()
   // A connection cut or closed before then may leave the stream waiting for its socket for ever.
   await Promise.race([ended, gone])
   return { answer, failure }
