@@ -90,6 +90,22 @@ describe.each(EXECUTORS)('COPY on %s', (name) => {
     expect((await em.flush()).copied).toEqual({ review: 60, tag: 60 })
   })
 
+  it('rolls back a COPY of several pieces broken in its first piece, while later pieces are still being sent, and goes on', async () => {
+    const em = opened.orm.em()
+    const rows = PIECE_ROWS * 2 + 3
+    // Rows 1 and 2 share a name: the server fails the COPY in the first piece.
+    const tags = Array.from({ length: rows }, (_, i) => em.create('Tag', { name: i === 2 ? 'early-dup-1' : `early-dup-${i}` }))
+    const error = await em.flush().catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(UniqueViolationError)
+    expect((error as UniqueViolationError).table).toBe('tag')
+    const [before] = await direct`select count(*)::int as n from tag where name like 'early-dup-%'`
+    expect(before!.n).toBe(0)
+    tags[2]!.name = 'early-dup-2'
+    expect((await em.flush()).copied).toEqual({ tag: rows })
+    const [after] = await direct`select count(*)::int as n from tag where name like 'early-dup-%'`
+    expect(after!.n).toBe(rows)
+  })
+
   it('inside em.transaction(), a COPY is part of the transaction: rolled back with it', async () => {
     const orm = opened.orm
     const failed = await orm
