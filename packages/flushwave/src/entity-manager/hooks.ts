@@ -75,6 +75,14 @@ export function afterCommitCalls<EM>(hooks: HookTable<EM>, em: EM, result: Flush
   }
 }
 
+/** Whether some entity has a validate hook: else, and with no field rules in the schema, a flush validates nothing. */
+export function hasValidateHooks<EM>(hooks: HookTable<EM>): boolean {
+  const entities = hooks.entities
+  if (entities === undefined) return false
+  for (const name in entities) if (entities[name]?.validate) return true
+  return false
+}
+
 /** A validate hook by entity name, for validation.ts. */
 export function validateHook<EM>(hooks: HookTable<EM>, name: string): ((entity: never) => string | readonly string[] | undefined) | undefined {
   return hooks.entities?.[name]?.validate

@@ -87,6 +87,7 @@ export class Schema<D extends SchemaDefs = SchemaDefs> implements SchemaFacts {
   readonly childrenFirst: readonly EntityMeta[]
   readonly links: readonly ManyToManyMeta[]
   readonly compositeKeys: boolean
+  readonly fieldRules: boolean
 
   constructor(readonly defs: D) {
     this.entities = resolve(defs)
@@ -95,6 +96,7 @@ export class Schema<D extends SchemaDefs = SchemaDefs> implements SchemaFacts {
     this.childrenFirst = facts.childrenFirst
     this.links = facts.links
     this.compositeKeys = facts.compositeKeys
+    this.fieldRules = facts.fieldRules
     for (const meta of this.entities.values()) Object.freeze(meta)
   }
 

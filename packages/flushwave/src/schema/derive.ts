@@ -14,6 +14,8 @@ export interface SchemaFacts {
   readonly childrenFirst: readonly EntityMeta[]
   /** Some entity has a composite primary key (its new entities' keys may wait for the flush). */
   readonly compositeKeys: boolean
+  /** Some field has a validation rule (`.check(…)`): else a flush without validate hooks checks none. */
+  readonly fieldRules: boolean
 }
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] }
@@ -48,5 +50,10 @@ export function deriveFacts(order: readonly EntityMeta[]): Omit<SchemaFacts, 'in
     m.linkSides = sides.get(meta)!
     m.fixUps = meta.fields.flatMap((f: FieldMeta, i): FixUp[] => (f.ref?.fixUp ? [[f, i]] : []))
   }
-  return { links, childrenFirst, compositeKeys: order.some((meta) => meta.key !== undefined) }
+  return {
+    links,
+    childrenFirst,
+    compositeKeys: order.some((meta) => meta.key !== undefined),
+    fieldRules: order.some((meta) => meta.fields.some((f) => f.rules.length > 0)),
+  }
 }
