@@ -405,6 +405,8 @@ export class UnitOfWork implements CollectionFactory {
     return state
   }
 
+  // A literal, not `new` of a class: V8 allocates a literal's objects in the old generation once most
+  // survive (docs/design-notes.md, "The entity state stays an object literal").
   private newState(meta: EntityMeta, status: EntityState['status'], id: unknown): EntityState {
     return { meta, owner: this, status, id, values: {}, snapshot: undefined, collections: undefined, createdHere: status === 'new', touched: false, watched: false, pins: undefined, increments: undefined, poolId: false, flushId: undefined, slot: -1, pending: false, upsert: undefined }
   }
