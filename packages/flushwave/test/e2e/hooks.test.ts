@@ -137,3 +137,52 @@ describe('hooks and validation', () => {
     expect(events.filter((e) => !e.startsWith('beforeFlush'))).toEqual(['created kept@tx.io', 'committed 2 statements'])
   })
 })
+
+// A flush skips its validation pass when nothing can fail it: no field rule in the schema and no
+// validate hook. Each of the two alone must still make it run.
+describe('validation, with rules in only one place', () => {
+  const plain = defineSchema({ Note: entity('note', { id: t.id(), body: t.text() }) })
+  const ruled = defineSchema({ Note: entity('note', { id: t.id(), body: t.text().check((v) => (v === '' ? 'must not be empty' : undefined)) }) })
+  let plainDb: TestDatabase<typeof plain.defs>
+  let ruledDb: TestDatabase<typeof ruled.defs>
+  beforeAll(async () => {
+    plainDb = await testDatabase(plain, { name: 'hooks_plain' })
+    ruledDb = await testDatabase(ruled, { name: 'hooks_ruled' })
+  })
+  afterAll(async () => {
+    await plainDb.close()
+    await ruledDb.close()
+  })
+
+  it('runs a validate hook when no field has a rule', async () => {
+    expect(plain.fieldRules).toBe(false)
+    const orm = flushwave({ schema: plain, sql: plainDb.sql, hooks: { entities: { Note: { validate: (n) => (n.body === '' ? 'an empty note' : undefined) } } }, onQuery: (e) => plainDb.queries.push(e) })
+    const em = orm.em()
+    em.create('Note', { body: '' })
+    plainDb.queries.length = 0
+    const error = (await em.flush().catch((e: unknown) => e)) as ValidationError
+    expect(error).toBeInstanceOf(ValidationError)
+    expect(error.failures.map((f) => f.message)).toEqual(['an empty note'])
+    expect(plainDb.queries).toEqual([])
+  })
+
+  it('runs a field rule when there is no hook', async () => {
+    expect(ruled.fieldRules).toBe(true)
+    const orm = flushwave({ schema: ruled, sql: ruledDb.sql, onQuery: (e) => ruledDb.queries.push(e) })
+    const em = orm.em()
+    em.create('Note', { body: '' })
+    ruledDb.queries.length = 0
+    const error = (await em.flush().catch((e: unknown) => e)) as ValidationError
+    expect(error).toBeInstanceOf(ValidationError)
+    expect(error.failures.map((f) => `${f.property}: ${f.message}`)).toEqual(['body: must not be empty'])
+    expect(ruledDb.queries).toEqual([])
+  })
+
+  it('writes what nothing refuses', async () => {
+    const orm = flushwave({ schema: plain, sql: plainDb.sql })
+    const em = orm.em()
+    em.create('Note', { body: '' })
+    const result = await em.flush()
+    expect(result.inserted).toEqual({ note: 1 })
+  })
+})
